@@ -1,0 +1,9 @@
+module github.com/peersched/peersched
+
+go 1.25.0
+
+require (
+	github.com/benbjohnson/clock v1.3.5 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+)
