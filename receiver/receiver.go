@@ -1,0 +1,98 @@
+// Package receiver holds the receiving side of a request: the Receiver a
+// sender passes with each request, the reasons a request can fail, request
+// IDs, and the Table that remembers every outstanding request.
+package receiver
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/peersched/peersched/peer"
+)
+
+// RequestID names one request for the lifetime of its scheduler. IDs are
+// never zero, so a zero ID on the wire can mean "not a request".
+type RequestID uint64
+
+// Reason says why a request failed.
+type Reason uint8
+
+// The reasons a receiver can be told a request failed.
+const (
+	// Timeout: no response came from the peer before the request's deadline.
+	// A response arriving later is dropped and counted as late.
+	Timeout Reason = iota + 1
+	// Disconnected: the peer was disconnected while the request was pending.
+	Disconnected
+	// Shutdown: the scheduler was stopped while the request was pending.
+	Shutdown
+)
+
+func (r Reason) String() string {
+	switch r {
+	case Timeout:
+		return "timeout"
+	case Disconnected:
+		return "disconnected"
+	case Shutdown:
+		return "shutdown"
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Receiver waits for the response to one or more requests. The scheduler calls
+// exactly one of its methods exactly once for each request it was given with,
+// unless the request is withdrawn first. Receiver callbacks never run
+// concurrently with each other and never while the scheduler holds a lock, so
+// they may call any scheduler method; they should be short, because while one
+// runs no other receiver callback can.
+type Receiver interface {
+	// OnResponse is called with the response to request id, which came from
+	// the peer the request was sent to, before its deadline.
+	OnResponse(id RequestID, from peer.ID, response any)
+	// OnFailure is called when request id, sent to peer from, failed.
+	OnFailure(id RequestID, from peer.ID, reason Reason)
+}
+
+// Funcs adapts a pair of functions to a Receiver. A nil field ignores that
+// outcome.
+type Funcs struct {
+	Response func(id RequestID, from peer.ID, response any)
+	Failure  func(id RequestID, from peer.ID, reason Reason)
+}
+
+// OnResponse calls f.Response if it is set.
+func (f Funcs) OnResponse(id RequestID, from peer.ID, response any) {
+	if f.Response != nil {
+		f.Response(id, from, response)
+	}
+}
+
+// OnFailure calls f.Failure if it is set.
+func (f Funcs) OnFailure(id RequestID, from peer.ID, reason Reason) {
+	if f.Failure != nil {
+		f.Failure(id, from, reason)
+	}
+}
+
+// Errors about requests and responses. They can be matched with errors.Is;
+// the scheduler re-exports them.
+var (
+	// ErrNilReceiver is returned when a request is sent without a receiver.
+	ErrNilReceiver = errors.New("peersched: receiver is nil")
+	// ErrBadTimeout is returned for a zero or negative timeout or digest time.
+	ErrBadTimeout = errors.New("peersched: timeout must be positive")
+	// ErrTooManyRequests is returned when the cap on requests in flight is reached.
+	ErrTooManyRequests = errors.New("peersched: too many requests in flight")
+
+	// ErrUnknownRequest: a response names a request this scheduler does not
+	// know (never issued, or finished so long ago it was forgotten).
+	ErrUnknownRequest = errors.New("peersched: response to an unknown request")
+	// ErrWrongPeer: a response came from a peer other than the one asked.
+	ErrWrongPeer = errors.New("peersched: response from the wrong peer")
+	// ErrDuplicateResponse: the request was already answered.
+	ErrDuplicateResponse = errors.New("peersched: duplicate response")
+	// ErrLateResponse: the request had already failed (timed out, its peer
+	// disconnected) or was withdrawn and its channel has reopened.
+	ErrLateResponse = errors.New("peersched: late response")
+)
