@@ -1,0 +1,168 @@
+package peer
+
+// This file keeps Pool.order, a binary min-heap of the slots of peers that
+// have at least one open channel, and picks the best channels from it.
+
+// better reports whether the peer in slot a should be offered before the peer
+// in slot b when each has had extraA and extraB of its channels picked already.
+func (pl *Pool) better(a int32, extraA int32, b int32, extraB int32) bool {
+	ra, rb := &pl.records[a], &pl.records[b]
+	if ca, cb := ra.closed+extraA, rb.closed+extraB; ca != cb {
+		return ca < cb
+	}
+	if ra.rtt != rb.rtt {
+		return ra.rtt < rb.rtt
+	}
+	return ra.id < rb.id
+}
+
+func (pl *Pool) less(i, j int) bool { return pl.better(pl.order[i], 0, pl.order[j], 0) }
+
+func (pl *Pool) swap(i, j int) {
+	o := pl.order
+	o[i], o[j] = o[j], o[i]
+	pl.records[o[i]].orderIndex = int32(i)
+	pl.records[o[j]].orderIndex = int32(j)
+}
+
+func (pl *Pool) up(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !pl.less(i, parent) {
+			return
+		}
+		pl.swap(i, parent)
+		i = parent
+	}
+}
+
+func (pl *Pool) down(i int) {
+	n := len(pl.order)
+	for {
+		best := i
+		if l := 2*i + 1; l < n && pl.less(l, best) {
+			best = l
+		}
+		if r := 2*i + 2; r < n && pl.less(r, best) {
+			best = r
+		}
+		if best == i {
+			return
+		}
+		pl.swap(i, best)
+		i = best
+	}
+}
+
+func (pl *Pool) fix(i int) {
+	pl.up(i)
+	pl.down(i)
+}
+
+func (pl *Pool) pushOrder(slot int32) {
+	pl.order = append(pl.order, slot)
+	i := len(pl.order) - 1
+	pl.records[slot].orderIndex = int32(i)
+	pl.up(i)
+}
+
+func (pl *Pool) removeOrder(at int32) {
+	i, last := int(at), len(pl.order)-1
+	if i != last {
+		pl.swap(i, last)
+	}
+	pl.records[pl.order[last]].orderIndex = -1
+	pl.order = pl.order[:last]
+	if i != last {
+		pl.fix(i)
+	}
+}
+
+// pickCandidate is a peer that Best may pick next, with how many of its
+// channels it has picked already.
+type pickCandidate struct {
+	slot   int32
+	picked int32
+}
+
+// Best appends to dst up to max open channels (all of them if max <= 0), best
+// first. A peer with several open channels appears once per channel, each
+// later copy ranked as if the earlier ones were already closed, so a sender
+// that takes channels from the front spreads its load across peers.
+//
+// It walks the order heap from the root: a peer's heap children can only rank
+// after it, so they join the candidates when it is first picked. The cost is
+// O(n log n) for n channels returned, independent of the number of peers.
+func (pl *Pool) Best(dst []Choice, max int) []Choice {
+	if max <= 0 || max > pl.open {
+		max = pl.open
+	}
+	if max == 0 {
+		return dst
+	}
+	cands := pl.picks[:0]
+	cands = pl.pushCandidate(cands, pickCandidate{slot: pl.order[0]})
+	for picked := 0; picked < max && len(cands) > 0; picked++ {
+		var c pickCandidate
+		c, cands = pl.popCandidate(cands)
+		r := &pl.records[c.slot]
+		dst = append(dst, Choice{
+			Ref:    Ref{slot: c.slot, incarnation: r.incarnation},
+			ID:     r.id,
+			Closed: int(r.closed),
+			RTT:    r.rtt,
+		})
+		if c.picked == 0 {
+			at := int(r.orderIndex)
+			for _, child := range [2]int{2*at + 1, 2*at + 2} {
+				if child < len(pl.order) {
+					cands = pl.pushCandidate(cands, pickCandidate{slot: pl.order[child]})
+				}
+			}
+		}
+		if c.picked+1 < r.channels-r.closed {
+			cands = pl.pushCandidate(cands, pickCandidate{slot: c.slot, picked: c.picked + 1})
+		}
+	}
+	pl.picks = cands[:0]
+	return dst
+}
+
+func (pl *Pool) candidateBefore(a, b pickCandidate) bool {
+	return pl.better(a.slot, a.picked, b.slot, b.picked)
+}
+
+func (pl *Pool) pushCandidate(h []pickCandidate, c pickCandidate) []pickCandidate {
+	h = append(h, c)
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !pl.candidateBefore(h[i], h[parent]) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	return h
+}
+
+func (pl *Pool) popCandidate(h []pickCandidate) (pickCandidate, []pickCandidate) {
+	top := h[0]
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	for i := 0; ; {
+		best := i
+		if l := 2*i + 1; l < len(h) && pl.candidateBefore(h[l], h[best]) {
+			best = l
+		}
+		if r := 2*i + 2; r < len(h) && pl.candidateBefore(h[r], h[best]) {
+			best = r
+		}
+		if best == i {
+			break
+		}
+		h[i], h[best] = h[best], h[i]
+		i = best
+	}
+	return top, h
+}

@@ -1,0 +1,252 @@
+package peer
+
+import (
+	"math"
+	"time"
+)
+
+// MaxChannelsPerPeer is the most channels one peer may have. Counts are kept
+// in 32 bits to keep the per-peer record small.
+const MaxChannelsPerPeer = math.MaxInt32
+
+// Ref names one connection in a Pool. A peer that disconnects and connects
+// again gets a new Ref, so a Ref kept by an old request or notification never
+// touches the new connection. The zero Ref names nothing.
+type Ref struct {
+	slot        int32
+	incarnation uint32 // never 0 for a connected slot
+}
+
+// Slot is the index of the pool record that this Ref names, stable for the
+// connection's lifetime and reused after it ends. It lets other tables index
+// per-peer data by a small integer.
+func (r Ref) Slot() int { return int(r.slot) }
+
+// Pack encodes r in 64 bits, for tables that store plain integers.
+func (r Ref) Pack() uint64 { return uint64(r.incarnation)<<32 | uint64(uint32(r.slot)) }
+
+// UnpackRef reverses Ref.Pack.
+func UnpackRef(v uint64) Ref { return Ref{slot: int32(uint32(v)), incarnation: uint32(v >> 32)} }
+
+// Choice is one open channel picked by Pool.Best.
+type Choice struct {
+	Ref    Ref
+	ID     ID
+	Closed int           // the peer's closed channels when it was picked
+	RTT    time.Duration // the peer's smoothed response time; 0 before its first response
+}
+
+// Pool counts every connected peer's open and closed channels and keeps the
+// peers that have an open channel ordered best first: fewer closed channels,
+// then lower smoothed response time, then lower ID.
+//
+// The zero Pool is empty and ready to use. A Pool is not safe for concurrent
+// use; the scheduler guards it with its offers lock. Every method is O(log P)
+// in the number of peers P except Best, which is O(n log n) in the number of
+// channels it returns, whatever P is.
+type Pool struct {
+	records []record        // indexed by Ref.slot
+	free    []int32         // slots of records not in use
+	slotOf  map[ID]int32    // connected peers
+	order   []int32         // heap of slots with an open channel, best at [0]
+	open    int             // open channels over all peers
+	closed  int             // closed channels over all peers
+	opened  uint64          // channel openings so far, including a connect's
+	picks   []pickCandidate // scratch for Best, kept to avoid allocating
+}
+
+type record struct {
+	peer        Peer
+	id          ID
+	incarnation uint32 // 0 while the slot is free
+	channels    int32
+	closed      int32
+	orderIndex  int32 // position in Pool.order, or -1
+	rtt         time.Duration
+}
+
+// Connect adds p with the given number of channels, all open. It fails,
+// changing nothing, on a nil peer, fewer than one channel, or an ID already
+// connected.
+func (pl *Pool) Connect(p Peer, channels int) (Ref, error) {
+	if p == nil {
+		return Ref{}, ErrNilPeer
+	}
+	if channels < 1 {
+		return Ref{}, ErrBadChannels
+	}
+	if channels > MaxChannelsPerPeer {
+		return Ref{}, ErrTooManyChannels
+	}
+	id := p.ID()
+	if _, dup := pl.slotOf[id]; dup {
+		return Ref{}, ErrAlreadyConnected
+	}
+	if pl.slotOf == nil {
+		pl.slotOf = make(map[ID]int32)
+	}
+	var slot int32
+	if n := len(pl.free); n > 0 {
+		slot = pl.free[n-1]
+		pl.free = pl.free[:n-1]
+	} else {
+		slot = int32(len(pl.records))
+		pl.records = append(pl.records, record{})
+	}
+	r := &pl.records[slot]
+	next := r.incarnation + 1
+	if next == 0 {
+		next = 1 // incarnation 0 marks a free slot
+	}
+	*r = record{peer: p, id: id, incarnation: next, channels: int32(channels), orderIndex: -1}
+	pl.slotOf[id] = slot
+	pl.open += channels
+	pl.opened++
+	pl.pushOrder(slot)
+	return Ref{slot: slot, incarnation: next}, nil
+}
+
+// Disconnect removes the peer named id; its channels, open or closed, stop
+// existing. It returns the Ref the peer had, or ErrUnknownPeer.
+func (pl *Pool) Disconnect(id ID) (Ref, error) {
+	slot, ok := pl.slotOf[id]
+	if !ok {
+		return Ref{}, ErrUnknownPeer
+	}
+	r := &pl.records[slot]
+	ref := Ref{slot: slot, incarnation: r.incarnation}
+	if r.orderIndex >= 0 {
+		pl.removeOrder(r.orderIndex)
+	}
+	pl.open -= int(r.channels - r.closed)
+	pl.closed -= int(r.closed)
+	delete(pl.slotOf, id)
+	// Keep the incarnation so the next peer in this slot gets a new one.
+	*r = record{incarnation: r.incarnation, orderIndex: -1}
+	pl.free = append(pl.free, slot)
+	return ref, nil
+}
+
+// Lookup returns the Ref of the connected peer named id.
+func (pl *Pool) Lookup(id ID) (Ref, bool) {
+	slot, ok := pl.slotOf[id]
+	if !ok {
+		return Ref{}, false
+	}
+	return Ref{slot: slot, incarnation: pl.records[slot].incarnation}, true
+}
+
+// Get returns the peer ref names, if it is still connected.
+func (pl *Pool) Get(ref Ref) (Peer, bool) {
+	r := pl.live(ref)
+	if r == nil {
+		return nil, false
+	}
+	return r.peer, true
+}
+
+// Close closes one open channel of the peer ref names. It returns false,
+// changing nothing, if the peer is gone or has no open channel.
+func (pl *Pool) Close(ref Ref) bool {
+	r := pl.live(ref)
+	if r == nil || r.closed == r.channels {
+		return false
+	}
+	r.closed++
+	pl.open--
+	pl.closed++
+	if r.closed == r.channels {
+		pl.removeOrder(r.orderIndex)
+	} else {
+		pl.down(int(r.orderIndex))
+	}
+	return true
+}
+
+// Reopen reopens one closed channel of the peer ref names. It returns false,
+// changing nothing, if the peer is gone (its channels went with it) or has no
+// closed channel.
+func (pl *Pool) Reopen(ref Ref) bool {
+	r := pl.live(ref)
+	if r == nil || r.closed == 0 {
+		return false
+	}
+	wasFull := r.closed == r.channels
+	r.closed--
+	pl.open++
+	pl.closed--
+	pl.opened++
+	if wasFull {
+		pl.pushOrder(ref.slot)
+	} else {
+		pl.up(int(r.orderIndex))
+	}
+	return true
+}
+
+// rttWeight is the share of a new sample in the smoothed response time, as a
+// shift: 1/8, the weight TCP gives its smoothed round-trip time, so one slow
+// answer moves the average but does not dominate it.
+const rttWeight = 3
+
+// ObserveRTT folds one response time into the smoothed response time of the
+// peer ref names; it does nothing if the peer is gone.
+func (pl *Pool) ObserveRTT(ref Ref, sample time.Duration) {
+	r := pl.live(ref)
+	if r == nil {
+		return
+	}
+	if r.rtt == 0 {
+		r.rtt = sample
+	} else {
+		r.rtt += (sample - r.rtt) >> rttWeight
+		if r.rtt <= 0 {
+			r.rtt = 1 // 0 means "no sample yet"
+		}
+	}
+	if r.orderIndex >= 0 {
+		pl.fix(int(r.orderIndex))
+	}
+}
+
+// Openings counts channel openings so far (a connect counts as one). A change
+// in it tells a sender that declined an offer that something new is open.
+func (pl *Pool) Openings() uint64 { return pl.opened }
+
+// Open returns the number of open channels over all peers.
+func (pl *Pool) Open() int { return pl.open }
+
+// ClosedChannels returns the number of closed channels over all peers.
+func (pl *Pool) ClosedChannels() int { return pl.closed }
+
+// Len returns the number of connected peers.
+func (pl *Pool) Len() int { return len(pl.slotOf) }
+
+// Usage describes one connected peer's channels.
+type Usage struct {
+	ID       ID
+	Channels int
+	Open     int
+	Closed   int
+	RTT      time.Duration
+}
+
+// Usage appends one entry per connected peer to dst, in no fixed order.
+func (pl *Pool) Usage(dst []Usage) []Usage {
+	for _, slot := range pl.slotOf {
+		r := &pl.records[slot]
+		dst = append(dst, Usage{ID: r.id, Channels: int(r.channels), Open: int(r.channels - r.closed), Closed: int(r.closed), RTT: r.rtt})
+	}
+	return dst
+}
+
+func (pl *Pool) live(ref Ref) *record {
+	if ref.incarnation == 0 || ref.slot < 0 || int(ref.slot) >= len(pl.records) {
+		return nil
+	}
+	r := &pl.records[ref.slot]
+	if r.incarnation != ref.incarnation || r.peer == nil {
+		return nil
+	}
+	return r
+}
