@@ -154,6 +154,12 @@ func TestQueueOrdering(t *testing.T) {
 			add(10, 10, 6),  // 20: new global head
 			next(20, true, 6),
 		}, drain(6, 2, 5, 1, 4, 3))},
+		{"backwards now lifts a lower lane to the top of the heap", cat([]step{
+			add(40, 10, 1), // 50, lane 10
+			add(0, 40, 2),  // 40, lane 40 is on top
+			add(20, 10, 3), // 30: new head of lane 10, which must move up
+			next(30, true, 3),
+		}, drain(3, 2, 1))},
 		{"backwards now then remove the walked-in node", cat([]step{
 			add(100, 10, 1), add(50, 10, 2), add(105, 10, 3), add(100, 10, 4),
 			rm(3, 4, true), rm(1, 2, true), next(110, true, 2),
