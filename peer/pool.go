@@ -65,10 +65,11 @@ type record struct {
 	rtt         time.Duration
 }
 
-// Connect adds p with the given number of channels, all open. It fails,
-// changing nothing, on a nil peer, fewer than one channel, or an ID already
-// connected.
-func (pl *Pool) Connect(p Peer, channels int) (Ref, error) {
+// Connect adds p, whose ID is id, with the given number of channels, all
+// open. The caller passes id (p.ID()) so that it can ask the host for it
+// before taking its locks. It fails, changing nothing, on a nil peer, fewer
+// than one channel, or an ID already connected.
+func (pl *Pool) Connect(p Peer, id ID, channels int) (Ref, error) {
 	if p == nil {
 		return Ref{}, ErrNilPeer
 	}
@@ -78,7 +79,7 @@ func (pl *Pool) Connect(p Peer, channels int) (Ref, error) {
 	if channels > MaxChannelsPerPeer {
 		return Ref{}, ErrTooManyChannels
 	}
-	id := p.ID()
+
 	if _, dup := pl.slotOf[id]; dup {
 		return Ref{}, ErrAlreadyConnected
 	}

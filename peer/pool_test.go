@@ -20,15 +20,15 @@ func (f fakePeer) Send(uint64, any) error { return nil }
 
 func TestConnectRejectsBadInputAndChangesNothing(t *testing.T) {
 	var pl Pool
-	_, err := pl.Connect(nil, 1)
+	_, err := pl.Connect(nil, "x", 1)
 	require.ErrorIs(t, err, ErrNilPeer)
-	_, err = pl.Connect(fakePeer("a"), 0)
+	_, err = pl.Connect(fakePeer("a"), ID("a"), 0)
 	require.ErrorIs(t, err, ErrBadChannels)
-	_, err = pl.Connect(fakePeer("a"), -3)
+	_, err = pl.Connect(fakePeer("a"), ID("a"), -3)
 	require.ErrorIs(t, err, ErrBadChannels)
-	_, err = pl.Connect(fakePeer("a"), 2)
+	_, err = pl.Connect(fakePeer("a"), ID("a"), 2)
 	require.NoError(t, err)
-	_, err = pl.Connect(fakePeer("a"), 5)
+	_, err = pl.Connect(fakePeer("a"), ID("a"), 5)
 	require.ErrorIs(t, err, ErrAlreadyConnected)
 	require.Equal(t, 1, pl.Len())
 	require.Equal(t, 2, pl.Open())
@@ -39,7 +39,7 @@ func TestConnectRejectsBadInputAndChangesNothing(t *testing.T) {
 
 func TestReconnectedPeerIsNew(t *testing.T) {
 	var pl Pool
-	old, err := pl.Connect(fakePeer("a"), 2)
+	old, err := pl.Connect(fakePeer("a"), ID("a"), 2)
 	require.NoError(t, err)
 	require.True(t, pl.Close(old))
 	pl.ObserveRTT(old, 50*time.Millisecond)
@@ -48,7 +48,7 @@ func TestReconnectedPeerIsNew(t *testing.T) {
 	require.Zero(t, pl.Open())
 	require.Zero(t, pl.ClosedChannels())
 
-	fresh, err := pl.Connect(fakePeer("a"), 3)
+	fresh, err := pl.Connect(fakePeer("a"), ID("a"), 3)
 	require.NoError(t, err)
 	require.Equal(t, old.Slot(), fresh.Slot(), "the slot is reused")
 	require.NotEqual(t, old, fresh)
@@ -62,7 +62,7 @@ func TestReconnectedPeerIsNew(t *testing.T) {
 
 func TestCloseAndReopenConserveChannels(t *testing.T) {
 	var pl Pool
-	ref, err := pl.Connect(fakePeer("a"), 2)
+	ref, err := pl.Connect(fakePeer("a"), ID("a"), 2)
 	require.NoError(t, err)
 	require.True(t, pl.Close(ref))
 	require.True(t, pl.Close(ref))
@@ -92,7 +92,7 @@ func TestBestOrdersByLoadThenRTTThenID(t *testing.T) {
 		{"new-b", 1, 0, 0},
 		{"new-a", 1, 0, 0},
 	} {
-		ref, err := pl.Connect(fakePeer(spec.id), spec.channels)
+		ref, err := pl.Connect(fakePeer(spec.id), ID(spec.id), spec.channels)
 		require.NoError(t, err)
 		refs[spec.id] = ref
 		for range spec.closed {
@@ -161,7 +161,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			require.NoError(t, err)
 			delete(refs, id)
 		case !connected:
-			r, err := pl.Connect(fakePeer(id), 1+rng.IntN(4))
+			r, err := pl.Connect(fakePeer(id), ID(id), 1+rng.IntN(4))
 			require.NoError(t, err)
 			refs[id] = r
 		case op < 5:
@@ -194,7 +194,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 func TestBestDoesNotAllocateOnceWarm(t *testing.T) {
 	var pl Pool
 	for i := range 100 {
-		_, err := pl.Connect(fakePeer(ID(fmt.Sprint(i))), 4)
+		_, err := pl.Connect(fakePeer(ID(fmt.Sprint(i))), ID(fmt.Sprint(i)), 4)
 		require.NoError(t, err)
 	}
 	dst := make([]Choice, 0, 64)

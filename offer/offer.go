@@ -1,0 +1,167 @@
+// Package offer holds the sending side of the scheduler: the Sender a
+// component schedules, the Offer it is handed (a view of up to N open channels
+// of which it may close at most M, the offer's size), the Book that checks
+// what a sender does with its offer, and the Queue of waiting senders.
+package offer
+
+import (
+	"errors"
+	"time"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// Sender is a component waiting for open channels. The scheduler calls
+// exactly one of its methods to end its wait: OnOffer, each time it is
+// offered channels, until during one call it sends on at least one channel;
+// or OnDiscard, once, if the scheduler stops first. A sender that is
+// withdrawn gets neither call after the withdrawal returns.
+//
+// Sender callbacks never run concurrently with each other and never while the
+// scheduler holds a lock, so they may call any scheduler method.
+type Sender interface {
+	// OnOffer is handed an offer that is valid only until OnOffer returns.
+	// Sending on none of its channels keeps the sender in its place in the
+	// queue; it is offered again after another channel opens.
+	OnOffer(o Offer)
+	// OnDiscard is called when the scheduler stops while the sender waits.
+	OnDiscard()
+}
+
+// Ticket names one scheduled sender, so its owner can withdraw it. Tickets are
+// never zero and never reused by the same scheduler in practice (a slot is
+// reused only with a new 32-bit generation).
+type Ticket uint64
+
+// Channel is one open channel listed in an offer.
+type Channel struct {
+	// Peer is the peer the channel leads to.
+	Peer peer.ID
+	// Closed is how many of the peer's channels were closed when the offer
+	// was made: a busier peer has more.
+	Closed int
+	// RTT is the peer's smoothed response time; 0 until it has answered once.
+	RTT time.Duration
+
+	ref peer.Ref
+}
+
+// ChannelOf turns one of the pool's choices into an offered channel.
+func ChannelOf(c peer.Choice) Channel {
+	return Channel{Peer: c.ID, Closed: c.Closed, RTT: c.RTT, ref: c.Ref}
+}
+
+// Ref names the connection the channel belongs to; the scheduler uses it to
+// tell a channel of a peer that has since reconnected from the new one.
+func (c Channel) Ref() peer.Ref { return c.ref }
+
+// Status describes an offer at one moment.
+type Status struct {
+	Live bool // the offer is still open: its OnOffer call has not returned
+	Len  int  // channels listed (N)
+	Size int  // channels the sender may close (M)
+	Sent int  // channels the sender has closed so far
+}
+
+// Carrier carries out what a sender does with an offer. The scheduler
+// implements it; users hold Offers, never Carriers.
+type Carrier interface {
+	OfferStatus(generation uint64) Status
+	OfferChannel(generation uint64, i int) (Channel, bool)
+	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error)
+	OfferNotify(generation uint64, i int, message any, digest time.Duration) error
+}
+
+// Offer is a sender's view of open channels, valid only during the OnOffer
+// call it was passed to. It is a small value and may be copied; every copy
+// names the same offer. Its methods are safe for concurrent use. The zero
+// Offer behaves as an expired one.
+type Offer struct {
+	carrier    Carrier
+	generation uint64
+}
+
+// New returns the offer named generation, carried out by c.
+func New(c Carrier, generation uint64) Offer {
+	return Offer{carrier: c, generation: generation}
+}
+
+// Len returns the number of channels the offer lists, or 0 once it has expired.
+func (o Offer) Len() int { return o.Status().Len }
+
+// Size returns how many channels the sender may close through this offer.
+func (o Offer) Size() int { return o.Status().Size }
+
+// Remaining returns how many more channels the sender may close, or 0 once the
+// offer has expired.
+func (o Offer) Remaining() int {
+	s := o.Status()
+	if !s.Live {
+		return 0
+	}
+	return s.Size - s.Sent
+}
+
+// Status reports the offer's state.
+func (o Offer) Status() Status {
+	if o.carrier == nil {
+		return Status{}
+	}
+	return o.carrier.OfferStatus(o.generation)
+}
+
+// Channel returns the i-th listed channel, best first: peers with fewer
+// closed channels, then lower response time, then lower ID. ok is false if i
+// is out of range or the offer has expired.
+func (o Offer) Channel(i int) (c Channel, ok bool) {
+	if o.carrier == nil {
+		return Channel{}, false
+	}
+	return o.carrier.OfferChannel(o.generation, i)
+}
+
+// Request sends message as a request on the i-th channel, closing it, and
+// returns the request's ID. r is called exactly once with the response or the
+// failure (after timeout without a response, when the peer disconnects, or
+// when the scheduler stops), unless withdrawn. On error nothing was sent, the
+// channel stays open, and r is never called. Errors: ErrExpired,
+// ErrNoSuchChannel, ErrChannelUsed, ErrSizeExceeded, ErrPeerGone,
+// receiver.ErrNilReceiver, receiver.ErrBadTimeout, receiver.ErrTooManyRequests,
+// the scheduler's ErrStopped, or the host's send error.
+func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
+	if o.carrier == nil {
+		return 0, ErrExpired
+	}
+	return o.carrier.OfferRequest(o.generation, i, message, r, timeout)
+}
+
+// Notify sends message as a notification on the i-th channel, closing it until
+// digest has passed: the time the peer needs to take the message in. Errors
+// are those of Request, less the receiver's.
+func (o Offer) Notify(i int, message any, digest time.Duration) error {
+	if o.carrier == nil {
+		return ErrExpired
+	}
+	return o.carrier.OfferNotify(o.generation, i, message, digest)
+}
+
+// Errors about senders and offers, matchable with errors.Is; the scheduler
+// re-exports them.
+var (
+	// ErrNilSender is returned when a nil sender is scheduled.
+	ErrNilSender = errors.New("peersched: sender is nil")
+	// ErrExpired is returned for a send on an offer whose OnOffer call has returned.
+	ErrExpired = errors.New("peersched: send outside its offer")
+	// ErrNoSuchChannel is returned for a channel index outside the offer.
+	ErrNoSuchChannel = errors.New("peersched: no such channel in the offer")
+	// ErrChannelUsed is returned for a second send on one channel of an offer.
+	ErrChannelUsed = errors.New("peersched: channel already used in this offer")
+	// ErrSizeExceeded is returned for a send beyond the offer's size.
+	ErrSizeExceeded = errors.New("peersched: offer size exceeded")
+	// ErrPeerGone is returned for a send on a channel whose peer disconnected
+	// after the offer was made.
+	ErrPeerGone = errors.New("peersched: the channel's peer has disconnected")
+	// ErrTooManySenders is returned when the cap on waiting senders is reached.
+	ErrTooManySenders = errors.New("peersched: too many senders waiting")
+)

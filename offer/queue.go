@@ -1,0 +1,169 @@
+package offer
+
+import "sort"
+
+// Queue holds waiting senders in the order they are offered channels: higher
+// priority first, and first come, first served within a priority. A sender
+// that declines an offer keeps its place but is passed over until a channel
+// opens that it has not been offered.
+//
+// The zero Queue is empty and ready to use. A Queue is not safe for
+// concurrent use; the scheduler guards it with its offers lock. Push and
+// Remove cost O(log L) for L distinct priorities in use; Next costs O(1) plus
+// one step per sender passed over.
+type Queue struct {
+	nodes  []queueNode // slab; a Ticket names a slot and its generation
+	free   []int32
+	levels []level // one per priority in use, highest priority first
+	n      int
+}
+
+type queueNode struct {
+	sender     Sender
+	priority   int
+	generation uint32 // bumped when the slot is freed, so old tickets miss
+	prev, next int32  // within the node's level; -1 ends the list
+	declined   bool
+	declinedAt uint64 // openings count when the sender last declined
+}
+
+type level struct {
+	priority   int
+	head, tail int32
+}
+
+// Push adds s at the back of its priority and returns its ticket.
+func (q *Queue) Push(s Sender, priority int) Ticket {
+	var slot int32
+	if n := len(q.free); n > 0 {
+		slot = q.free[n-1]
+		q.free = q.free[:n-1]
+	} else {
+		slot = int32(len(q.nodes))
+		q.nodes = append(q.nodes, queueNode{})
+	}
+	node := &q.nodes[slot]
+	*node = queueNode{sender: s, priority: priority, generation: node.generation, prev: -1, next: -1}
+	lv := q.levelFor(priority)
+	if lv.tail < 0 {
+		lv.head = slot
+	} else {
+		q.nodes[lv.tail].next = slot
+		node.prev = lv.tail
+	}
+	lv.tail = slot
+	q.n++
+	return makeTicket(node.generation, slot)
+}
+
+// Remove takes the sender named t out of the queue. ok is false, and nothing
+// changes, if t is not waiting.
+func (q *Queue) Remove(t Ticket) (s Sender, ok bool) {
+	slot, node := q.lookup(t)
+	if node == nil {
+		return nil, false
+	}
+	s = node.sender
+	li := q.levelIndex(node.priority)
+	lv := &q.levels[li]
+	if node.prev >= 0 {
+		q.nodes[node.prev].next = node.next
+	} else {
+		lv.head = node.next
+	}
+	if node.next >= 0 {
+		q.nodes[node.next].prev = node.prev
+	} else {
+		lv.tail = node.prev
+	}
+	if lv.head < 0 {
+		q.levels = append(q.levels[:li], q.levels[li+1:]...)
+	}
+	*node = queueNode{generation: node.generation + 1}
+	q.free = append(q.free, slot)
+	q.n--
+	return s, true
+}
+
+// Contains reports whether the sender named t is waiting.
+func (q *Queue) Contains(t Ticket) bool {
+	_, node := q.lookup(t)
+	return node != nil
+}
+
+// Decline records that the sender named t declined an offer when openings
+// channels had opened so far; it is passed over until more have.
+func (q *Queue) Decline(t Ticket, openings uint64) {
+	if _, node := q.lookup(t); node != nil {
+		node.declined = true
+		node.declinedAt = openings
+	}
+}
+
+// Next returns the first sender in queue order that has not declined an offer
+// since the openings count last changed.
+func (q *Queue) Next(openings uint64) (Ticket, Sender, bool) {
+	for _, lv := range q.levels {
+		for slot := lv.head; slot >= 0; {
+			node := &q.nodes[slot]
+			if !node.declined || node.declinedAt < openings {
+				return makeTicket(node.generation, slot), node.sender, true
+			}
+			slot = node.next
+		}
+	}
+	return 0, nil, false
+}
+
+// Len returns the number of waiting senders.
+func (q *Queue) Len() int { return q.n }
+
+// RemoveAll empties the queue, appending its senders to dst in queue order.
+func (q *Queue) RemoveAll(dst []Sender) []Sender {
+	for _, lv := range q.levels {
+		for slot := lv.head; slot >= 0; slot = q.nodes[slot].next {
+			dst = append(dst, q.nodes[slot].sender)
+		}
+	}
+	for i := range q.nodes {
+		q.nodes[i] = queueNode{generation: q.nodes[i].generation + 1}
+	}
+	q.free = q.free[:0]
+	for i := len(q.nodes) - 1; i >= 0; i-- {
+		q.free = append(q.free, int32(i))
+	}
+	q.levels = q.levels[:0]
+	q.n = 0
+	return dst
+}
+
+func makeTicket(generation uint32, slot int32) Ticket {
+	return Ticket(uint64(generation)<<32 | uint64(slot+1))
+}
+
+func (q *Queue) lookup(t Ticket) (int32, *queueNode) {
+	slot := int64(uint32(t)) - 1
+	if slot < 0 || slot >= int64(len(q.nodes)) {
+		return 0, nil
+	}
+	node := &q.nodes[slot]
+	if node.sender == nil || node.generation != uint32(t>>32) {
+		return 0, nil
+	}
+	return int32(slot), node
+}
+
+// levelIndex finds priority's level; levels are sorted highest first.
+func (q *Queue) levelIndex(priority int) int {
+	return sort.Search(len(q.levels), func(i int) bool { return q.levels[i].priority <= priority })
+}
+
+func (q *Queue) levelFor(priority int) *level {
+	i := q.levelIndex(priority)
+	if i == len(q.levels) || q.levels[i].priority != priority {
+		q.levels = append(q.levels, level{})
+		copy(q.levels[i+1:], q.levels[i:])
+		q.levels[i] = level{priority: priority, head: -1, tail: -1}
+	}
+	return &q.levels[i]
+}
