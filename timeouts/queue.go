@@ -61,6 +61,9 @@ type lane struct {
 // heads yields the global earliest; it holds one element per distinct
 // duration in use, usually one to three.
 //
+// Memory grows to the high-water mark of pending entries (40 bytes each)
+// and is reused, never released; drop the Queue to release it.
+//
 // Invariants, holding between calls:
 //   - Every live node is in exactly one lane, whose list is strictly
 //     increasing in (deadline, seq). Within a lane seq increases from head
@@ -113,9 +116,12 @@ func (q *Queue) Next() (deadline time.Duration, ok bool) {
 //
 // now need not be monotonic. An earlier now than a previous Add with the
 // same after (a clock set backwards) is handled by walking back from the
-// lane's tail, so ordering is always exact; only the cost grows.
+// lane's tail, so ordering is always exact; only the cost grows, by one
+// step per entry of that lane with a later deadline. A clock that never
+// goes backwards, such as a monotonic reading, always gets O(1).
 //
-// Add panics if more than math.MaxInt32 entries are pending at once.
+// Add panics if the slab would need more than math.MaxInt32 slots (over
+// 80 GB of nodes), since slots are int32.
 func (q *Queue) Add(now, after time.Duration, value uint64) Handle {
 	if after <= 0 {
 		after = 1
@@ -275,8 +281,9 @@ func (q *Queue) release(i int32) {
 
 // scanLanes is the number of live lanes up to which laneFor scans the heap
 // rather than hashing. With the usual three durations the scan took
-// BenchmarkQueue from 35 to 32 ns/op; 8 is a conservative guess at where
-// a scan of one cache line of lane indices stops beating the hash.
+// BenchmarkQueue from 35 to 32 ns/op. 8 is a guess, not a measurement, at
+// where scanning stops beating the hash; the map is kept up to date
+// regardless, so the threshold only affects speed.
 const scanLanes = 8
 
 // laneFor returns the lane for after, creating an empty one (head == none,
