@@ -185,6 +185,16 @@ func (pl *Pool) Reopen(ref Ref) bool {
 	return true
 }
 
+// Unclose undoes a Close whose message was never sent. The channel was never
+// really taken, so unlike Reopen this does not count as an opening: a sender
+// that declined the channel before is not offered it again for nothing.
+func (pl *Pool) Unclose(ref Ref) bool {
+	before := pl.opened
+	ok := pl.Reopen(ref)
+	pl.opened = before
+	return ok
+}
+
 // rttWeight is the share of a new sample in the smoothed response time, as a
 // shift: 1/8, the weight TCP gives its smoothed round-trip time, so one slow
 // answer moves the average but does not dominate it.

@@ -22,10 +22,11 @@ import (
 // safe for concurrent use (the scheduler guards it with its requests lock).
 type Table struct {
 	entries []entry
-	free    []int32 // slots free for reuse, most recently freed last
-	owners  []owner // per peer slot: the connected peer's identity and its requests
-	n       int     // requests outstanding
-	early   map[int32]any
+	free    []int32       // slots free for reuse, most recently freed last
+	owners  []owner       // per peer slot: the connected peer's identity and its requests
+	n       int           // requests outstanding
+	early   map[int32]any // responses held back while their request is sent
+	visited int           // entries FailPeer has looked at, ever
 }
 
 type state uint8
@@ -221,6 +222,7 @@ func (t *Table) FailPeer(ref peer.Ref, dst []Finished, disarm []uint64) ([]Finis
 		return dst, disarm
 	}
 	for s := t.owners[slot].head; s >= 0; {
+		t.visited++
 		e := &t.entries[s]
 		next := e.next
 		if e.state == stateSending {
@@ -269,6 +271,11 @@ func (t *Table) Withdraw(id RequestID) bool {
 	e.receiver = nil
 	return true
 }
+
+// Visited returns how many requests FailPeer has looked at so far: the work
+// disconnects have cost, which must track the disconnected peers' own
+// requests and not the table's size.
+func (t *Table) Visited() int { return t.visited }
 
 // Len returns the number of outstanding requests, withdrawn ones included.
 func (t *Table) Len() int { return t.n }

@@ -1,0 +1,87 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// Every pending message has one deadline in s.deadlines, ordered by
+// (deadline, sequence), and a single clock timer is armed to the earliest.
+// A runtime timer per message would cost an allocation and a timer-heap
+// operation per request, and the mock clock fires equal deadlines in an
+// unstable order; one ordered structure has neither problem.
+//
+// A deadline's payload is a request ID, or, with notificationBit set, the
+// packed peer.Ref whose channel a notification keeps closed. Both keep a slot
+// number below 2^31 in their low 32 bits (see MaxRequestsLimit), so the bit
+// is free in each.
+const notificationBit = 1 << 31
+
+func requestPayload(id receiver.RequestID) uint64 { return uint64(id) }
+
+func notificationPayload(ref peer.Ref) uint64 { return ref.Pack() | notificationBit }
+
+func unpackNotification(v uint64) peer.Ref { return peer.UnpackRef(v &^ notificationBit) }
+
+// armTimerLocked makes sure the timer will fire no later than the earliest
+// deadline. It only moves the timer earlier: a timer that fires before
+// anything is due (because the deadline it was armed for was removed) simply
+// re-arms, which is cheaper than re-arming on every removal. Caller holds
+// requestsMu.
+func (s *Scheduler) armTimerLocked(now time.Duration) {
+	next, ok := s.deadlines.Next()
+	if !ok || (s.timerArmed && next >= s.timerAt) {
+		return
+	}
+	s.timerArmed, s.timerAt = true, next
+	wait := max(next-now, 0)
+	if s.timer == nil {
+		s.timer = s.clock.AfterFunc(wait, s.onTimer)
+	} else {
+		s.timer.Reset(wait)
+	}
+}
+
+// onTimer runs on the clock's goroutine when the timer fires.
+func (s *Scheduler) onTimer() {
+	if !s.enterTimer() {
+		return
+	}
+	defer s.leaveTimer()
+	var reopenBuf [16]peer.Ref
+	s.requestsMu.Lock()
+	s.timerArmed = false
+	now := s.now()
+	reopen := s.expireDueLocked(now, reopenBuf[:0])
+	s.armTimerLocked(now)
+	s.requestsMu.Unlock()
+	s.reopen(reopen)
+}
+
+// expireDueLocked ends every message whose deadline is at or before now:
+// requests fail with Timeout (their callbacks are queued) and notifications
+// are done being digested. It appends the channels to reopen. Caller holds
+// requestsMu.
+func (s *Scheduler) expireDueLocked(now time.Duration, reopen []peer.Ref) []peer.Ref {
+	for {
+		v, ok := s.deadlines.PopDue(now)
+		if !ok {
+			return reopen
+		}
+		if v&notificationBit != 0 {
+			reopen = append(reopen, unpackNotification(v))
+			continue
+		}
+		f, ended := s.table.Expire(receiver.RequestID(v))
+		if !ended {
+			continue // still being sent: the timeout is held back until then
+		}
+		s.countEndLocked(&f)
+		s.callbacksMu.Lock()
+		s.pending.pushFinished(&f)
+		s.callbacksMu.Unlock()
+		reopen = append(reopen, f.Peer)
+	}
+}

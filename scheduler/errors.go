@@ -1,0 +1,45 @@
+package scheduler
+
+import (
+	"errors"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// Every error the scheduler returns wraps one of these, so errors.Is can tell
+// them apart. Most are defined in the package that detects them and repeated
+// here so a user needs only this package. A call that returns an error has
+// changed nothing, unless its documentation says otherwise.
+var (
+	// ErrStopped: the scheduler has been stopped and takes no new work.
+	ErrStopped = errors.New("peersched: scheduler stopped")
+	// ErrBadConfig: New was given an invalid Config.
+	ErrBadConfig = errors.New("peersched: invalid config")
+
+	ErrNilPeer          = peer.ErrNilPeer
+	ErrBadChannels      = peer.ErrBadChannels
+	ErrAlreadyConnected = peer.ErrAlreadyConnected
+	ErrUnknownPeer      = peer.ErrUnknownPeer
+
+	ErrNilSender      = offer.ErrNilSender
+	ErrTooManySenders = offer.ErrTooManySenders
+	ErrOfferExpired   = offer.ErrExpired
+	ErrNoSuchChannel  = offer.ErrNoSuchChannel
+	ErrChannelUsed    = offer.ErrChannelUsed
+	ErrSizeExceeded   = offer.ErrSizeExceeded
+	ErrPeerGone       = offer.ErrPeerGone
+
+	ErrNilReceiver       = receiver.ErrNilReceiver
+	ErrBadTimeout        = receiver.ErrBadTimeout
+	ErrTooManyRequests   = receiver.ErrTooManyRequests
+	ErrUnknownRequest    = receiver.ErrUnknownRequest
+	ErrWrongPeer         = receiver.ErrWrongPeer
+	ErrDuplicateResponse = receiver.ErrDuplicateResponse
+	ErrLateResponse      = receiver.ErrLateResponse
+
+	// ErrSendPanicked wraps a panic raised by the host's Peer.Send; the send
+	// is treated as failed.
+	ErrSendPanicked = errors.New("peersched: peer send panicked")
+)

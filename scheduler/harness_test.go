@@ -1,0 +1,240 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// world is one scheduler on a mock clock inside a synctest bubble, with the
+// helpers the tests share.
+type world struct {
+	t     *testing.T
+	clock *clock.Mock
+	s     *Scheduler
+	peers map[peer.ID]*hostPeer
+}
+
+// inBubble runs body in a synctest bubble with a fresh mock clock and
+// scheduler; the scheduler is stopped, and its invariants checked, at the end.
+func inBubble(t *testing.T, cfg Config, body func(w *world)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		mock := clock.NewMock()
+		cfg.Clock = mock
+		s, err := New(cfg)
+		require.NoError(t, err)
+		w := &world{t: t, clock: mock, s: s, peers: map[peer.ID]*hostPeer{}}
+		body(w)
+		s.Stop()
+		synctest.Wait()
+		w.checkChannels()
+	})
+}
+
+// advance moves the mock clock on and lets every timer callback finish.
+func (w *world) advance(d time.Duration) {
+	w.t.Helper()
+	synctest.Wait()
+	w.clock.Add(d)
+	synctest.Wait()
+}
+
+func (w *world) connect(id peer.ID, channels int) *hostPeer {
+	w.t.Helper()
+	p := &hostPeer{id: id}
+	require.NoError(w.t, w.s.Connect(p, channels))
+	w.peers[id] = p
+	return p
+}
+
+// checkChannels asserts promise 3's invariant: open + closed = channels, for
+// every peer and in total.
+func (w *world) checkChannels() {
+	w.t.Helper()
+	st := w.s.Stats()
+	open, closed := 0, 0
+	for _, u := range w.s.PeerUsage(nil) {
+		require.Equal(w.t, u.Channels, u.Open+u.Closed, "peer %s", u.ID)
+		require.GreaterOrEqual(w.t, u.Open, 0)
+		open += u.Open
+		closed += u.Closed
+	}
+	require.Equal(w.t, st.ChannelsOpen, open)
+	require.Equal(w.t, st.ChannelsClosed, closed)
+}
+
+// usage returns one peer's channel counts.
+func (w *world) usage(id peer.ID) peer.Usage {
+	for _, u := range w.s.PeerUsage(nil) {
+		if u.ID == id {
+			return u
+		}
+	}
+	return peer.Usage{}
+}
+
+// hostPeer is a host connection that records what it is asked to send and
+// can be told to fail or panic.
+type hostPeer struct {
+	id peer.ID
+
+	mu     sync.Mutex
+	sent   []sentMessage
+	fail   error
+	panics any
+	onSend func(requestID uint64, message any)
+}
+
+type sentMessage struct {
+	requestID uint64
+	message   any
+}
+
+func (p *hostPeer) ID() peer.ID { return p.id }
+
+func (p *hostPeer) Send(requestID uint64, message any) error {
+	p.mu.Lock()
+	fail, panics, hook := p.fail, p.panics, p.onSend
+	if fail == nil && panics == nil {
+		p.sent = append(p.sent, sentMessage{requestID, message})
+	}
+	p.mu.Unlock()
+	if hook != nil {
+		hook(requestID, message)
+	}
+	if panics != nil {
+		panic(panics)
+	}
+	return fail
+}
+
+func (p *hostPeer) sends() []sentMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]sentMessage(nil), p.sent...)
+}
+
+var errRefused = errors.New("host refused the message")
+
+// script is a sender whose behaviour on each offer is given by a function;
+// it records every callback it gets.
+type script struct {
+	name      string
+	onOffer   func(o offer.Offer) // nil: decline
+	onDiscard func()
+	offers    []offeredView
+	discards  int
+	mu        sync.Mutex
+}
+
+// offeredView is what a sender saw in one offer.
+type offeredView struct {
+	channels []peer.ID
+	size     int
+}
+
+func (sc *script) OnOffer(o offer.Offer) {
+	view := offeredView{size: o.Size()}
+	for i := range o.Len() {
+		c, _ := o.Channel(i)
+		view.channels = append(view.channels, c.Peer)
+	}
+	sc.mu.Lock()
+	sc.offers = append(sc.offers, view)
+	fn := sc.onOffer
+	sc.mu.Unlock()
+	if fn != nil {
+		fn(o)
+	}
+}
+
+func (sc *script) OnDiscard() {
+	sc.mu.Lock()
+	sc.discards++
+	fn := sc.onDiscard
+	sc.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+}
+
+func (sc *script) offerCount() int {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return len(sc.offers)
+}
+
+// outcomes records every receiver call, per request.
+type outcomes struct {
+	mu    sync.Mutex
+	calls map[receiver.RequestID][]string
+}
+
+func newOutcomes() *outcomes { return &outcomes{calls: map[receiver.RequestID][]string{}} }
+
+func (o *outcomes) OnResponse(id receiver.RequestID, from peer.ID, response any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls[id] = append(o.calls[id], fmt.Sprintf("response from %s: %v", from, response))
+}
+
+func (o *outcomes) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls[id] = append(o.calls[id], fmt.Sprintf("failure from %s: %v", from, reason))
+}
+
+func (o *outcomes) of(id receiver.RequestID) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.calls[id]...)
+}
+
+func (o *outcomes) total() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, c := range o.calls {
+		n += len(c)
+	}
+	return n
+}
+
+// sendFirst returns an offer callback that requests on the first channel
+// (of peer want, if given) with the receiver and timeout, recording the ID.
+func sendFirst(r receiver.Receiver, timeout time.Duration, ids *[]receiver.RequestID, want ...peer.ID) func(offer.Offer) {
+	return func(o offer.Offer) {
+		for i := range o.Len() {
+			c, _ := o.Channel(i)
+			if len(want) > 0 && c.Peer != want[0] {
+				continue
+			}
+			id, err := o.Request(i, "ping", r, timeout)
+			if err == nil && ids != nil {
+				*ids = append(*ids, id)
+			}
+			return
+		}
+	}
+}
+
+func sortedIDs(ids []peer.ID) []peer.ID {
+	out := append([]peer.ID(nil), ids...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}

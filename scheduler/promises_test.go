@@ -1,0 +1,787 @@
+package scheduler
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/peersched/peersched/internal/lockorder"
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// Each test here pins one promise of DESIGN.md, numbered as there.
+
+func TestPromise01_OneExitPerSender(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		w.connect("A", 1)
+
+		// A sender that sends leaves after that one offer.
+		sender := &script{onOffer: sendFirst(rec, time.Second, &ids)}
+		_, err := w.s.Schedule(sender, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, sender.offerCount())
+		require.Len(t, ids, 1)
+
+		// A sender that declines keeps its place and is not offered again
+		// until a channel opens that it has not been offered.
+		picky := &script{onOffer: sendFirst(rec, time.Second, &ids, "B")}
+		_, err = w.s.Schedule(picky, 0)
+		require.NoError(t, err)
+		require.Zero(t, picky.offerCount(), "no open channel yet")
+		require.NoError(t, w.s.Deliver("A", ids[0], "pong"))
+		require.Equal(t, 1, picky.offerCount(), "offered the reopened channel")
+		require.Equal(t, 1, w.s.Stats().SendersWaiting, "kept its place")
+
+		// Another sender's arrival makes the scheduler look for offers, but
+		// nothing new has opened for picky, so only the newcomer is asked.
+		bystander := &script{}
+		_, err = w.s.Schedule(bystander, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, bystander.offerCount())
+		require.Equal(t, 1, picky.offerCount(), "nothing new opened: not offered again")
+
+		w.connect("B", 1)
+		require.Equal(t, 2, picky.offerCount(), "offered again, first in line, once B opened")
+		require.Equal(t, []peer.ID{"A", "B"}, sortedIDs(picky.offers[1].channels), "the new offer includes the new channel")
+		require.Len(t, ids, 2, "it sent on B")
+		require.Equal(t, 1, w.s.Stats().SendersWaiting, "and left the queue; the bystander waits")
+		w.connect("C", 1)
+		require.Equal(t, 2, picky.offerCount(), "a sender that sent is never offered again")
+
+		// Withdrawn: no more callbacks. Discarded at stop: exactly one discard.
+		require.NoError(t, w.s.Disconnect("A"))
+		require.NoError(t, w.s.Disconnect("C"))
+		withdrawn := &script{}
+		tw, err := w.s.Schedule(withdrawn, 0)
+		require.NoError(t, err)
+		require.True(t, w.s.WithdrawSender(tw))
+		require.False(t, w.s.WithdrawSender(tw), "a second withdrawal finds nothing")
+		w.connect("D", 1)
+		require.Zero(t, withdrawn.offerCount(), "a withdrawn sender is never offered")
+		w.s.Stop()
+		w.s.Stop()
+		require.Zero(t, withdrawn.discards)
+		require.Equal(t, 1, bystander.discards, "a waiting sender is discarded once")
+		require.Zero(t, sender.discards+picky.discards, "senders that sent are never discarded")
+	})
+}
+
+func TestPromise02_OneAnswerPerRequest(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		for _, id := range []peer.ID{"A", "B", "C"} {
+			w.connect(id, 2)
+		}
+		send := func(to peer.ID, timeout time.Duration) receiver.RequestID {
+			_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, timeout, &ids, to)}, 0)
+			require.NoError(t, err)
+			return ids[len(ids)-1]
+		}
+		answered := send("A", time.Second)
+		timedOut := send("A", 100*time.Millisecond)
+		disconnected := send("B", time.Second)
+		withdrawn := send("C", time.Second)
+		shutdown := send("C", time.Second)
+
+		require.NoError(t, w.s.Deliver("A", answered, "yes"))
+		require.ErrorIs(t, w.s.Deliver("A", answered, "again"), ErrDuplicateResponse)
+		w.advance(100 * time.Millisecond)
+		require.ErrorIs(t, w.s.Deliver("A", timedOut, "too late"), ErrLateResponse)
+		require.NoError(t, w.s.Disconnect("B"))
+		require.ErrorIs(t, w.s.Deliver("B", disconnected, "after disconnect"), ErrLateResponse)
+		require.True(t, w.s.WithdrawReceiver(withdrawn))
+		require.NoError(t, w.s.Deliver("C", withdrawn, "nobody listens"))
+		w.s.Stop()
+		require.ErrorIs(t, w.s.Deliver("C", shutdown, "after stop"), ErrStopped)
+		w.advance(time.Hour)
+
+		require.Equal(t, []string{"response from A: yes"}, rec.of(answered))
+		require.Equal(t, []string{"failure from A: timeout"}, rec.of(timedOut))
+		require.Equal(t, []string{"failure from B: disconnected"}, rec.of(disconnected))
+		require.Empty(t, rec.of(withdrawn))
+		require.Equal(t, []string{"failure from C: shutdown"}, rec.of(shutdown))
+		require.Equal(t, 4, rec.total())
+	})
+}
+
+func TestPromise03_ChannelsAreConserved(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		a := w.connect("A", 3)
+		w.checkChannels()
+		for range 3 {
+			_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
+			require.NoError(t, err)
+			w.checkChannels()
+		}
+		require.Equal(t, peer.Usage{ID: "A", Channels: 3, Open: 0, Closed: 3}, w.usage("A"))
+
+		// A channel reopens exactly once: by its response, not again by its deadline.
+		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
+		require.Equal(t, 1, w.usage("A").Open)
+		w.advance(2 * time.Second)
+		require.Equal(t, 3, w.usage("A").Open, "the two others timed out")
+		w.checkChannels()
+
+		// A failed host send: the sender gets the error, the channel stays
+		// open, and no receiver is ever called.
+		a.mu.Lock()
+		a.fail = errRefused
+		a.mu.Unlock()
+		var sendErr error
+		failing, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			_, sendErr = o.Request(0, "x", rec, time.Second)
+		}}, 0)
+		require.NoError(t, err)
+		require.ErrorIs(t, sendErr, errRefused)
+		require.Equal(t, 3, w.usage("A").Open)
+		require.True(t, w.s.WithdrawSender(failing), "a sender whose send failed sent nothing: it still waits")
+		calls := rec.total()
+		w.advance(time.Hour)
+		require.Equal(t, calls, rec.total(), "no callback for a message that was never sent")
+
+		// A disconnected peer's channels are never offered again, even to a
+		// peer that reconnects under its name (that one is new).
+		require.NoError(t, w.s.Disconnect("A"))
+		w.checkChannels()
+		seen := &script{}
+		_, err = w.s.Schedule(seen, 0)
+		require.NoError(t, err)
+		require.Zero(t, seen.offerCount())
+		w.connect("A", 1)
+		require.Equal(t, 1, seen.offerCount())
+		require.Equal(t, peer.Usage{ID: "A", Channels: 1, Open: 1}, w.usage("A"))
+	})
+}
+
+func TestPromise03_NotificationReopensAfterDigest(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		w.connect("A", 1)
+		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			require.NoError(t, o.Notify(0, "hello", 300*time.Millisecond))
+		}}, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, w.usage("A").Closed)
+		w.advance(299 * time.Millisecond)
+		require.Equal(t, 1, w.usage("A").Closed, "still digesting")
+		w.advance(time.Millisecond)
+		require.Equal(t, 1, w.usage("A").Open)
+		require.Equal(t, []sentMessage{{0, "hello"}}, w.peers["A"].sends(), "a notification carries request ID 0")
+	})
+}
+
+func TestPromise04_FairOffers(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		var order []string
+		taker := func(name string) *script {
+			return &script{name: name, onOffer: func(o offer.Offer) {
+				order = append(order, fmt.Sprintf("%s:size=%d", name, o.Size()))
+				id, err := o.Request(0, name, rec, time.Minute)
+				require.NoError(t, err)
+				ids = append(ids, id)
+				// Beyond the offer's size: refused.
+				if o.Len() > 1 {
+					_, err = o.Request(1, name, rec, time.Minute)
+					require.ErrorIs(t, err, ErrSizeExceeded)
+				}
+			}}
+		}
+		for _, spec := range []struct {
+			name     string
+			priority int
+		}{{"low1", 0}, {"high1", 5}, {"low2", 0}, {"high2", 5}, {"mid", 2}} {
+			_, err := w.s.Schedule(taker(spec.name), spec.priority)
+			require.NoError(t, err)
+		}
+		w.connect("A", 3)
+		w.connect("B", 2)
+		require.Equal(t, []string{"high1:size=1", "high2:size=1", "mid:size=1", "low1:size=1", "low2:size=1"}, order,
+			"one channel each, by priority, FIFO within a priority")
+
+		// Alone in the queue, a sender is offered every open channel.
+		for _, id := range ids[:3] {
+			require.NoError(t, w.s.Deliver(peerOf(w, id), id, "ok"))
+		}
+		alone := &script{onOffer: func(o offer.Offer) {
+			for i := range o.Size() {
+				_, err := o.Request(i, "all", rec, time.Minute)
+				require.NoError(t, err)
+			}
+		}}
+		_, err := w.s.Schedule(alone, 0)
+		require.NoError(t, err)
+		require.Len(t, alone.offers, 1)
+		require.Equal(t, 3, alone.offers[0].size)
+		require.Len(t, alone.offers[0].channels, 3)
+		require.Zero(t, w.s.Stats().ChannelsOpen)
+	})
+}
+
+// peerOf finds which peer a request was sent to, from the hosts' records.
+func peerOf(w *world, id receiver.RequestID) peer.ID {
+	for pid, p := range w.peers {
+		for _, m := range p.sends() {
+			if m.requestID == uint64(id) {
+				return pid
+			}
+		}
+	}
+	return ""
+}
+
+func TestPromise04_NoSenderHoldsChannelsItDidNotSendOn(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		w.connect("A", 2)
+		var kept offer.Offer
+		greedy := &script{onOffer: func(o offer.Offer) {
+			kept = o
+			_, err := o.Request(0, "x", newOutcomes(), time.Minute)
+			require.NoError(t, err)
+		}}
+		_, err := w.s.Schedule(greedy, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, w.usage("A").Open, "the channel it did not use is open again")
+		_, err = kept.Request(1, "later", newOutcomes(), time.Minute)
+		require.ErrorIs(t, err, ErrOfferExpired, "an offer cannot be used after its callback")
+		require.Zero(t, kept.Len())
+		next := &script{}
+		_, err = w.s.Schedule(next, 0)
+		require.NoError(t, err)
+		require.Equal(t, []peer.ID{"A"}, next.offers[0].channels)
+	})
+}
+
+func TestPromise05_CallbacksAreSerializedAndRunOutsideLocks(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		var inside, overlaps, calls atomic.Int32
+		enter := func() {
+			if inside.Add(1) != 1 {
+				overlaps.Add(1)
+			}
+			// Taking every lock from inside the callback: this would
+			// deadlock (or, with -tags lockorder, panic) if any were held.
+			_ = w.s.Stats()
+			calls.Add(1)
+			inside.Add(-1)
+		}
+		const peers, perPeer = 8, 4
+		var mu sync.Mutex
+		var ids []receiver.RequestID
+		rcv := receiver.Funcs{
+			Response: func(receiver.RequestID, peer.ID, any) { enter() },
+			Failure:  func(receiver.RequestID, peer.ID, receiver.Reason) { enter() },
+		}
+		for i := range peers {
+			w.connect(peer.ID(fmt.Sprint("p", i)), perPeer)
+		}
+		for range peers * perPeer {
+			_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+				enter()
+				id, err := o.Request(0, "x", rcv, time.Second)
+				if err == nil {
+					mu.Lock()
+					ids = append(ids, id)
+					mu.Unlock()
+				}
+			}}, 0)
+			require.NoError(t, err)
+		}
+		require.Len(t, ids, peers*perPeer)
+		// Deliver every response from its own goroutine at once.
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = w.s.Deliver(peerOf(w, id), id, "ok")
+			}()
+		}
+		wg.Wait()
+		require.Zero(t, overlaps.Load(), "callbacks ran concurrently")
+		require.Equal(t, int32(2*peers*perPeer), calls.Load())
+		require.Zero(t, w.s.Stats().PanicsHandled)
+	})
+}
+
+func TestPromise06_ReentrancyFromEveryCallback(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		a := w.connect("A", 2)
+
+		// From OnOffer: schedule a continuation. It is offered before the
+		// outermost call (this Schedule) returns.
+		continuation := &script{onOffer: sendFirst(rec, time.Minute, &ids)}
+		var firstID receiver.RequestID
+		first := &script{onOffer: func(o offer.Offer) {
+			var err error
+			firstID, err = o.Request(0, "one", rec, time.Minute)
+			require.NoError(t, err)
+			_, err = w.s.Schedule(continuation, 0)
+			require.NoError(t, err)
+			require.Zero(t, continuation.offerCount(), "not while this offer is open")
+		}}
+		_, err := w.s.Schedule(first, 0)
+		require.NoError(t, err)
+		require.Equal(t, 1, continuation.offerCount(), "offered before Schedule returned")
+
+		// From the host's send: deliver the response inline. The receiver
+		// runs before the outermost call returns, after the send is done.
+		var inlineID receiver.RequestID
+		a.mu.Lock()
+		a.onSend = func(requestID uint64, message any) {
+			if message == "inline" {
+				require.NoError(t, w.s.Deliver("A", receiver.RequestID(requestID), "inline answer"))
+			}
+		}
+		a.mu.Unlock()
+		require.NoError(t, w.s.Deliver("A", ids[0], "free one"))
+		_, err = w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			inlineID, err = o.Request(0, "inline", rec, time.Minute)
+			require.NoError(t, err)
+		}}, 0)
+		require.NoError(t, err)
+		require.Equal(t, []string{"response from A: inline answer"}, rec.of(inlineID))
+
+		// From a receiver: every public method, Disconnect and Stop included.
+		var steps []string
+		b := w.connect("B", 1)
+		_ = b
+		var fromReceiver receiver.RequestID
+		reentrant := receiver.Funcs{Response: func(id receiver.RequestID, from peer.ID, _ any) {
+			steps = append(steps, "response")
+			_ = w.s.Stats()
+			require.False(t, w.s.WithdrawReceiver(id), "already ended")
+			// Stop, below, comes before this sender's turn: it is discarded.
+			_, err := w.s.Schedule(&script{onDiscard: func() { steps = append(steps, "nested sender discarded") }}, 0)
+			require.NoError(t, err)
+			require.NoError(t, w.s.Connect(&hostPeer{id: "C"}, 1))
+			require.NoError(t, w.s.Disconnect("A"))
+			require.ErrorIs(t, w.s.Deliver("B", id, "dup"), ErrDuplicateResponse)
+			w.s.Stop()
+			steps = append(steps, "stop returned")
+		}}
+		_, err = w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			for i := range o.Len() {
+				if c, _ := o.Channel(i); c.Peer == "B" {
+					fromReceiver, err = o.Request(i, "x", reentrant, time.Minute)
+					require.NoError(t, err)
+				}
+			}
+		}}, 0)
+		require.NoError(t, err)
+		require.NoError(t, w.s.Deliver("B", fromReceiver, "go"))
+		require.Equal(t, []string{"response", "stop returned", "nested sender discarded"}, steps)
+		require.True(t, w.s.Stats().Stopped, "the nested Stop took effect before Deliver returned")
+		require.Equal(t, 1, continuation.offerCount())
+		require.Equal(t, []string{"failure from A: disconnected"}, rec.of(firstID))
+	})
+}
+
+func TestPromise07_LockOrder(t *testing.T) {
+	if !lockorder.Enabled {
+		t.Skip("lock-order checks are compiled in only with -tags lockorder")
+	}
+	s, err := New(Config{})
+	require.NoError(t, err)
+	defer s.Stop()
+
+	// Offers before requests is allowed.
+	s.offersMu.Lock()
+	s.requestsMu.Lock()
+	s.requestsMu.AssertHeld()
+	s.requestsMu.Unlock()
+	s.offersMu.Unlock()
+
+	expectPanic := func(want []string, f func()) {
+		t.Helper()
+		defer func() {
+			r := recover()
+			require.NotNil(t, r, "expected a lock-order panic")
+			msg := fmt.Sprint(r)
+			for _, name := range want {
+				require.Contains(t, msg, name)
+			}
+		}()
+		f()
+	}
+	// Requests then offers: out of order, both names in the panic.
+	expectPanic([]string{`"offers"`, `"requests"`}, func() {
+		s.requestsMu.Lock()
+		defer s.requestsMu.Unlock()
+		s.offersMu.Lock()
+	})
+	// Taking one lock twice on the same path.
+	expectPanic([]string{`"offers"`}, func() {
+		s.offersMu.Lock()
+		defer s.offersMu.Unlock()
+		s.offersMu.Lock()
+	})
+	// The callback queue is a leaf: nothing may be taken under it.
+	expectPanic([]string{`"callbacks"`, `"requests"`}, func() {
+		s.callbacksMu.Lock()
+		defer s.callbacksMu.Unlock()
+		s.requestsMu.Lock()
+	})
+	// And after the panics the scheduler still works.
+	require.NoError(t, s.Connect(&hostPeer{id: "A"}, 1))
+}
+
+func TestPromise08_ResponsesAreBoundToTheirRequest(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		w.connect("A", 2)
+		w.connect("B", 2)
+		for _, to := range []peer.ID{"A", "A", "B"} {
+			_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids, to)}, 0)
+			require.NoError(t, err)
+		}
+		toA, lateA, toB := ids[0], ids[1], ids[2]
+
+		require.ErrorIs(t, w.s.Deliver("B", toA, "spoof"), ErrWrongPeer)
+		require.ErrorIs(t, w.s.Deliver("nobody", toA, "spoof"), ErrWrongPeer)
+		require.ErrorIs(t, w.s.Deliver("A", toA+1<<40, "forged"), ErrUnknownRequest)
+		require.ErrorIs(t, w.s.Deliver("A", 0, "zero"), ErrUnknownRequest)
+		require.ErrorIs(t, w.s.Deliver("A", 999999, "never issued"), ErrUnknownRequest)
+		require.Zero(t, rec.total(), "nothing reached a receiver")
+		require.Equal(t, 3, w.s.Stats().RequestsInFlight)
+
+		require.NoError(t, w.s.Deliver("A", toA, "right"))
+		require.ErrorIs(t, w.s.Deliver("A", toA, "again"), ErrDuplicateResponse)
+
+		// A response at its deadline is late, even if the timer has not run yet.
+		w.clock.Set(w.clock.Now().Add(time.Second))
+		require.ErrorIs(t, w.s.Deliver("A", lateA, "late"), ErrLateResponse)
+		require.Equal(t, []string{"failure from A: timeout"}, rec.of(lateA))
+		require.Equal(t, []string{"failure from B: timeout"}, rec.of(toB), "B's request expired in the same step")
+		require.Equal(t, []string{"response from A: right"}, rec.of(toA))
+
+		st := w.s.Stats()
+		require.Equal(t, uint64(2), st.WrongPeer)
+		require.Equal(t, uint64(3), st.Unknown)
+		require.Equal(t, uint64(1), st.Duplicate)
+		require.Equal(t, uint64(1), st.Late)
+		require.Equal(t, uint64(1), st.Succeeded)
+		require.Equal(t, uint64(2), st.TimedOut)
+	})
+}
+
+func TestPromise09_DisconnectFailsOnlyThatPeersRequestsAtOnce(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		w.connect("A", 3)
+		w.connect("B", 50)
+		for range 3 {
+			_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Minute, &ids, "A")}, 0)
+			require.NoError(t, err)
+		}
+		for range 50 {
+			_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Minute, &ids, "B")}, 0)
+			require.NoError(t, err)
+		}
+		require.Len(t, ids, 53)
+		before := w.s.table.Visited()
+		require.NoError(t, w.s.Disconnect("A"))
+		require.Equal(t, 3, w.s.table.Visited()-before, "the disconnect looked at A's three requests and no others")
+		for _, id := range ids[:3] {
+			require.Equal(t, []string{"failure from A: disconnected"}, rec.of(id))
+		}
+		for _, id := range ids[3:] {
+			require.Empty(t, rec.of(id))
+		}
+		require.Equal(t, 50, w.s.Stats().RequestsInFlight)
+		require.ErrorIs(t, w.s.Disconnect("A"), ErrUnknownPeer)
+	})
+}
+
+func TestPromise10_Stop(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		w.connect("A", 2)
+		_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Minute, &ids)}, 0)
+		require.NoError(t, err)
+		var notes int
+		_, err = w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			require.NoError(t, o.Notify(0, "n", time.Minute))
+			notes++
+		}}, 0)
+		require.NoError(t, err)
+		waiting := &script{}
+		_, err = w.s.Schedule(waiting, 0)
+		require.NoError(t, err)
+
+		w.s.Stop()
+		// Its callbacks have all run when it returns.
+		require.Equal(t, []string{"failure from A: shutdown"}, rec.of(ids[0]))
+		require.Equal(t, 1, waiting.discards)
+		st := w.s.Stats()
+		require.True(t, st.Stopped)
+		require.Equal(t, 2, st.ChannelsOpen, "closed channels reopen, so counts still add up")
+		require.Zero(t, st.RequestsInFlight)
+		require.Zero(t, st.SendersWaiting)
+
+		// New work is refused.
+		_, err = w.s.Schedule(&script{}, 0)
+		require.ErrorIs(t, err, ErrStopped)
+		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "Z"}, 1), ErrStopped)
+		require.ErrorIs(t, w.s.Disconnect("A"), ErrStopped)
+		require.ErrorIs(t, w.s.Deliver("A", ids[0], "x"), ErrStopped)
+
+		// Idempotent: a second Stop changes nothing and calls nothing.
+		w.s.Stop()
+		require.Equal(t, 1, waiting.discards)
+		require.Equal(t, 1, rec.total())
+		w.advance(time.Hour)
+		require.Equal(t, 1, rec.total(), "no timer fires after Stop")
+	})
+}
+
+func TestPromise10_StopWaitsForCallbacksOnOtherGoroutines(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		w.connect("A", 1)
+		release := make(chan struct{})
+		entered := make(chan struct{})
+		var finished atomic.Bool
+		slow := &script{onOffer: func(o offer.Offer) {
+			close(entered)
+			<-release
+			finished.Store(true)
+		}}
+		go func() { _, _ = w.s.Schedule(slow, 0) }()
+		<-entered
+		stopped := make(chan struct{})
+		go func() { w.s.Stop(); close(stopped) }()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("Stop returned while a callback was still running")
+		default:
+		}
+		close(release)
+		<-stopped
+		require.True(t, finished.Load())
+		require.Equal(t, 1, slow.discards, "the offered sender sent nothing, so it is discarded")
+	})
+}
+
+func TestPromise11_Withdrawal(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		w.connect("A", 2)
+		_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
+		require.NoError(t, err)
+		_, err = w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
+		require.NoError(t, err)
+		byResponse, byDeadline := ids[0], ids[1]
+		require.True(t, w.s.WithdrawReceiver(byResponse))
+		require.True(t, w.s.WithdrawReceiver(byDeadline))
+		require.False(t, w.s.WithdrawReceiver(byDeadline), "already withdrawn")
+		require.Equal(t, 2, w.usage("A").Closed, "withdrawn requests keep their channels")
+
+		require.NoError(t, w.s.Deliver("A", byResponse, "ignored"))
+		require.Equal(t, 1, w.usage("A").Open, "the response reopens its channel")
+		w.advance(time.Second)
+		require.Equal(t, 2, w.usage("A").Open, "the deadline reopens the other")
+		require.Zero(t, rec.total(), "no receiver callback after withdrawal")
+		require.Equal(t, uint64(2), w.s.Stats().WithdrawnDone)
+
+		// A waiting sender withdrawn from inside another sender's offer.
+		var victimTicket offer.Ticket
+		victim := &script{}
+		killer := &script{onOffer: func(o offer.Offer) { require.True(t, w.s.WithdrawSender(victimTicket)) }}
+		require.NoError(t, w.s.Disconnect("A"))
+		_, err = w.s.Schedule(killer, 1)
+		require.NoError(t, err)
+		victimTicket, err = w.s.Schedule(victim, 0)
+		require.NoError(t, err)
+		w.connect("B", 1)
+		w.s.Stop()
+		require.Zero(t, victim.offerCount())
+		require.Zero(t, victim.discards)
+		require.Equal(t, 1, killer.discards)
+	})
+}
+
+func TestPromise12_BadInputGetsAClearErrorAndChangesNothing(t *testing.T) {
+	_, err := New(Config{MaxSenders: -1})
+	require.ErrorIs(t, err, ErrBadConfig)
+	_, err = New(Config{MaxRequests: MaxRequestsLimit + 1})
+	require.ErrorIs(t, err, ErrBadConfig)
+
+	inBubble(t, Config{}, func(w *world) {
+		w.connect("A", 2)
+		before := w.s.Stats()
+		require.ErrorIs(t, w.s.Connect(nil, 1), ErrNilPeer)
+		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "B"}, 0), ErrBadChannels)
+		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "B"}, -1), ErrBadChannels)
+		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "A"}, 1), ErrAlreadyConnected)
+		require.ErrorIs(t, w.s.Disconnect("nobody"), ErrUnknownPeer)
+		_, err := w.s.Schedule(nil, 0)
+		require.ErrorIs(t, err, ErrNilSender)
+		require.Equal(t, before, w.s.Stats())
+
+		var errs []error
+		var kept offer.Offer
+		_, err = w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			kept = o
+			_, e := o.Request(0, "x", nil, time.Second)
+			errs = append(errs, e)
+			_, e = o.Request(0, "x", newOutcomes(), 0)
+			errs = append(errs, e)
+			_, e = o.Request(0, "x", newOutcomes(), -time.Second)
+			errs = append(errs, e)
+			errs = append(errs, o.Notify(0, "x", 0))
+			_, e = o.Request(7, "x", newOutcomes(), time.Second)
+			errs = append(errs, e)
+			_, e = o.Request(-1, "x", newOutcomes(), time.Second)
+			errs = append(errs, e)
+			require.Equal(t, 2, o.Remaining(), "nothing was used up")
+			require.Equal(t, 2, w.s.Stats().ChannelsOpen)
+			_, e = o.Request(0, "x", newOutcomes(), time.Second)
+			require.NoError(t, e)
+			_, e = o.Request(0, "x", newOutcomes(), time.Second)
+			errs = append(errs, e)
+		}}, 0)
+		require.NoError(t, err)
+		_, err = kept.Request(1, "x", newOutcomes(), time.Second)
+		errs = append(errs, err)
+		_, err = offer.Offer{}.Request(0, "x", newOutcomes(), time.Second)
+		errs = append(errs, err)
+		want := []error{ErrNilReceiver, ErrBadTimeout, ErrBadTimeout, ErrBadTimeout, ErrNoSuchChannel, ErrNoSuchChannel, ErrChannelUsed, ErrOfferExpired, ErrOfferExpired}
+		require.Len(t, errs, len(want))
+		for i := range want {
+			require.ErrorIs(t, errs[i], want[i], "case %d", i)
+		}
+		require.Equal(t, 1, w.s.Stats().ChannelsOpen, "only the one good send closed a channel")
+
+		// A send on a channel whose peer left after the offer was made.
+		w.connect("B", 1)
+		_, err = w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			require.NoError(t, w.s.Disconnect("B"))
+			for i := range o.Len() {
+				if c, _ := o.Channel(i); c.Peer == "B" {
+					_, e := o.Request(i, "x", newOutcomes(), time.Second)
+					require.ErrorIs(t, e, ErrPeerGone)
+				}
+			}
+		}}, 0)
+		require.NoError(t, err)
+	})
+}
+
+func TestPromise13_APanickingCallbackCannotBreakTheScheduler(t *testing.T) {
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))
+	inBubble(t, Config{Logger: logger}, func(w *world) {
+		a := w.connect("A", 2)
+		var ids []receiver.RequestID
+		boom := receiver.Funcs{
+			Response: func(receiver.RequestID, peer.ID, any) { panic("receiver exploded") },
+			Failure:  func(receiver.RequestID, peer.ID, receiver.Reason) { panic("failure exploded") },
+		}
+		// A sender that sends and then panics: the send counts.
+		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			id, err := o.Request(0, "x", boom, time.Second)
+			require.NoError(t, err)
+			ids = append(ids, id)
+			panic("sender exploded")
+		}}, 0)
+		require.NoError(t, err)
+		require.Zero(t, w.s.Stats().SendersWaiting)
+		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
+
+		// A host whose send panics: treated as a failed send.
+		a.mu.Lock()
+		a.panics = "host exploded"
+		a.mu.Unlock()
+		var sendErr error
+		hostVictim, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) { _, sendErr = o.Request(0, "x", boom, time.Second) }}, 0)
+		require.NoError(t, err)
+		require.ErrorIs(t, sendErr, ErrSendPanicked)
+		require.True(t, w.s.WithdrawSender(hostVictim), "its send failed, so it still waits")
+		a.mu.Lock()
+		a.panics = nil
+		a.mu.Unlock()
+
+		// Still fully usable: a normal request goes through.
+		rec := newOutcomes()
+		_, err = w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
+		require.NoError(t, err)
+		require.NoError(t, w.s.Deliver("A", ids[1], "fine"))
+		require.Equal(t, []string{"response from A: fine"}, rec.of(ids[1]))
+		w.checkChannels()
+		require.Equal(t, 2, w.usage("A").Open)
+		st := w.s.Stats()
+		require.Equal(t, uint64(3), st.PanicsHandled)
+		logMu.Lock()
+		out := logs.String()
+		logMu.Unlock()
+		for _, want := range []string{"sender exploded", "receiver exploded", "host exploded", "Sender.OnOffer", "Receiver.OnResponse", "peer send", "goroutine"} {
+			require.Contains(t, out, want)
+		}
+	})
+}
+
+type lockedWriter struct {
+	buf *bytes.Buffer
+	mu  *sync.Mutex
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func TestPromise14_BoundedMemory(t *testing.T) {
+	inBubble(t, Config{MaxSenders: 2, MaxRequests: 3}, func(w *world) {
+		_, err := w.s.Schedule(&script{}, 0)
+		require.NoError(t, err)
+		_, err = w.s.Schedule(&script{}, 0)
+		require.NoError(t, err)
+		_, err = w.s.Schedule(&script{}, 0)
+		require.ErrorIs(t, err, ErrTooManySenders)
+		require.Equal(t, 2, w.s.Stats().SendersWaiting)
+		w.s.Stop()
+	})
+	inBubble(t, Config{MaxRequests: 3}, func(w *world) {
+		w.connect("A", 5)
+		var errs []error
+		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			for i := range o.Size() {
+				_, e := o.Request(i, "x", newOutcomes(), time.Second)
+				errs = append(errs, e)
+			}
+		}}, 0)
+		require.NoError(t, err)
+		require.Len(t, errs, 5)
+		require.NoError(t, errors.Join(errs[:3]...))
+		require.ErrorIs(t, errs[3], ErrTooManyRequests)
+		require.ErrorIs(t, errs[4], ErrTooManyRequests)
+		st := w.s.Stats()
+		require.Equal(t, 3, st.RequestsInFlight)
+		require.Equal(t, 2, st.ChannelsOpen, "a refused request leaves its channel open")
+	})
+}

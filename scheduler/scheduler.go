@@ -1,0 +1,374 @@
+// Package scheduler schedules a node's outbound traffic to its connected
+// peers. Components hand it senders (waiting for open channels) and, with each
+// request they send, a receiver (waiting for the response); the scheduler
+// picks channels, assigns request IDs, routes responses, enforces timeouts,
+// reacts to disconnects, and keeps the peers' channels shared fairly.
+//
+// # Concurrency
+//
+// A Scheduler is safe for concurrent use, and every method may be called from
+// inside any callback (a sender's, a receiver's, or the host's Peer.Send).
+// Callbacks never run while the scheduler holds a lock. They run one at a
+// time: whichever goroutine finds callbacks waiting and nobody running them
+// runs them all, including those that the callbacks themselves cause, before
+// its call returns. So a call made from inside a callback returns at once and
+// its effect (and any callbacks it causes) happens before the outermost call
+// returns; a call made while another goroutine is running callbacks may
+// return before the callbacks it caused have run (Stop is the exception: see
+// its documentation).
+//
+// # Locks
+//
+// Two locks guard the state, and are always taken in this order: the offers
+// lock (the peers' channels, the sender queue, the open offer) before the
+// requests lock (the request table and the deadlines). A third, leaf lock
+// guards the queue of callbacks to run. Build with the tag "lockorder" to have
+// every acquisition checked.
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/peersched/peersched/internal/lockorder"
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/timeouts"
+)
+
+// Defaults for the caps in Config.
+const (
+	DefaultMaxSenders  = 1 << 20
+	DefaultMaxRequests = 1 << 22
+	// MaxRequestsLimit is the largest MaxRequests accepted: request slots and
+	// deadline payloads keep a slot number in 31 bits.
+	MaxRequestsLimit = 1<<31 - 2
+)
+
+// Config configures a Scheduler. The zero Config is valid and uses the real
+// clock, no logging, and the default caps.
+type Config struct {
+	// Clock is the source of all time. Nil means the real clock.
+	Clock clock.Clock
+	// Logger receives reports of recovered panics and other anomalies. Nil
+	// means silence.
+	Logger *slog.Logger
+	// MaxSenders caps the number of waiting senders; Schedule beyond it fails
+	// with ErrTooManySenders. 0 means DefaultMaxSenders.
+	MaxSenders int
+	// MaxRequests caps the number of requests in flight; a send beyond it
+	// fails with ErrTooManyRequests. 0 means DefaultMaxRequests.
+	MaxRequests int
+	// MaxOfferChannels caps how many channels one offer lists (N). 0 means
+	// every open channel.
+	MaxOfferChannels int
+}
+
+// Scheduler is the message scheduler. Create one with New; the zero value is
+// not usable.
+type Scheduler struct {
+	clock       clock.Clock
+	log         *slog.Logger
+	epoch       time.Time
+	maxSenders  int
+	maxRequests int
+	maxOffer    int
+
+	// stopped mirrors the field of the same name under the locks, for
+	// checks that must not take them.
+	stoppedFlag atomic.Bool
+	panics      atomic.Uint64
+
+	offersMu lockorder.Mutex
+	// The following fields are guarded by offersMu.
+	pool           peer.Pool
+	queue          offer.Queue
+	book           offer.Book
+	choices        []peer.Choice // scratch for building offers
+	offerOpenings  uint64        // pool openings when the open offer was made
+	discardOnClose offer.Sender  // the offered sender, if Stop came during its offer
+	notified       uint64
+	sendErrors     uint64
+	stopped        bool // also guarded by requestsMu: set while holding both
+
+	requestsMu lockorder.Mutex
+	// The following fields are guarded by requestsMu.
+	table      receiver.Table
+	deadlines  timeouts.Queue
+	timer      *clock.Timer
+	timerArmed bool
+	timerAt    time.Duration
+	finished   []receiver.Finished // scratch for disconnects
+	disarm     []uint64            // scratch for disconnects
+	counts     requestCounts
+
+	callbacksMu lockorder.Mutex
+	// The following fields are guarded by callbacksMu.
+	pending        callbackQueue
+	draining       bool
+	dispatchWanted bool
+	timerBusy      int
+	idle           sync.Cond // signalled when draining ends or timerBusy drops
+}
+
+type requestCounts struct {
+	sent, succeeded, timedOut, disconnected, shutdown uint64
+	withdrawnEnded                                    uint64
+	late, unknown, wrongPeer, duplicate               uint64
+}
+
+// Lock ranks: offers before requests, and the callback queue last.
+const (
+	rankOffers    lockorder.Rank = 10
+	rankRequests  lockorder.Rank = 20
+	rankCallbacks lockorder.Rank = 30
+)
+
+// New returns a running Scheduler. It fails with ErrBadConfig for negative
+// caps or a MaxRequests above MaxRequestsLimit.
+func New(cfg Config) (*Scheduler, error) {
+	switch {
+	case cfg.MaxSenders < 0, cfg.MaxRequests < 0, cfg.MaxOfferChannels < 0:
+		return nil, fmt.Errorf("%w: caps must not be negative", ErrBadConfig)
+	case cfg.MaxRequests > MaxRequestsLimit:
+		return nil, fmt.Errorf("%w: MaxRequests above %d", ErrBadConfig, MaxRequestsLimit)
+	}
+	s := &Scheduler{
+		clock:       cfg.Clock,
+		log:         cfg.Logger,
+		maxSenders:  cfg.MaxSenders,
+		maxRequests: cfg.MaxRequests,
+		maxOffer:    cfg.MaxOfferChannels,
+	}
+	if s.clock == nil {
+		s.clock = clock.New()
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxSenders == 0 {
+		s.maxSenders = DefaultMaxSenders
+	}
+	if s.maxRequests == 0 {
+		s.maxRequests = DefaultMaxRequests
+	}
+	s.epoch = s.clock.Now()
+	s.offersMu.Init("offers", rankOffers)
+	s.requestsMu.Init("requests", rankRequests)
+	s.callbacksMu.Init("callbacks", rankCallbacks)
+	s.idle.L = &s.callbacksMu
+	return s, nil
+}
+
+// now returns the time since the scheduler's epoch, the unit of every
+// deadline it keeps.
+func (s *Scheduler) now() time.Duration { return s.clock.Since(s.epoch) }
+
+// Connect adds a peer with the given number of channels, all open, and offers
+// them to waiting senders. It fails, changing nothing, with ErrNilPeer,
+// ErrBadChannels, ErrAlreadyConnected (a peer with the same ID is connected)
+// or ErrStopped.
+func (s *Scheduler) Connect(p peer.Peer, channels int) error {
+	if p == nil {
+		return ErrNilPeer
+	}
+	id := p.ID() // host code: ask before taking any lock
+	s.offersMu.Lock()
+	if s.stopped {
+		s.offersMu.Unlock()
+		return ErrStopped
+	}
+	ref, err := s.pool.Connect(p, id, channels)
+	if err != nil {
+		s.offersMu.Unlock()
+		return fmt.Errorf("connect %q: %w", id, err)
+	}
+	s.requestsMu.Lock()
+	s.table.Register(ref, id)
+	s.requestsMu.Unlock()
+	s.offersMu.Unlock()
+	s.wantOffers()
+	return nil
+}
+
+// Disconnect removes the peer named id. Its pending requests fail at once
+// with reason Disconnected, at a cost proportional to their number; its
+// channels are never offered again. It fails with ErrUnknownPeer or
+// ErrStopped.
+func (s *Scheduler) Disconnect(id peer.ID) error {
+	s.offersMu.Lock()
+	if s.stopped {
+		s.offersMu.Unlock()
+		return ErrStopped
+	}
+	ref, err := s.pool.Disconnect(id)
+	if err != nil {
+		s.offersMu.Unlock()
+		return fmt.Errorf("disconnect %q: %w", id, err)
+	}
+	s.requestsMu.Lock()
+	s.finished, s.disarm = s.table.FailPeer(ref, s.finished[:0], s.disarm[:0])
+	for _, h := range s.disarm {
+		s.deadlines.Remove(timeouts.Handle(h))
+	}
+	s.callbacksMu.Lock()
+	for i := range s.finished {
+		f := &s.finished[i]
+		s.deadlines.Remove(timeouts.Handle(f.Deadline))
+		s.countEndLocked(f)
+		s.pending.pushFinished(f)
+		*f = receiver.Finished{}
+	}
+	s.callbacksMu.Unlock()
+	s.requestsMu.Unlock()
+	s.offersMu.Unlock()
+	s.run()
+	return nil
+}
+
+// Schedule puts snd in the queue of waiting senders, behind those of the same
+// or higher priority and ahead of those of lower priority, and returns a
+// ticket to withdraw it with. snd may be offered channels before Schedule
+// returns. It fails, changing nothing, with ErrNilSender, ErrTooManySenders or
+// ErrStopped.
+func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, error) {
+	if snd == nil {
+		return 0, ErrNilSender
+	}
+	s.offersMu.Lock()
+	if s.stopped {
+		s.offersMu.Unlock()
+		return 0, ErrStopped
+	}
+	if s.queue.Len() >= s.maxSenders {
+		s.offersMu.Unlock()
+		return 0, ErrTooManySenders
+	}
+	t := s.queue.Push(snd, priority)
+	s.offersMu.Unlock()
+	s.wantOffers()
+	return t, nil
+}
+
+// WithdrawSender takes the sender named t out of the queue. If it returns
+// true, none of the sender's callbacks will be called after it returns (an
+// offer it is in the middle of expires at once). It returns false if the
+// sender is no longer waiting: it sent, was discarded, or was withdrawn.
+func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
+	s.offersMu.Lock()
+	defer s.offersMu.Unlock()
+	if _, ok := s.queue.Remove(t); !ok {
+		return false
+	}
+	if live, ok := s.book.Live(); ok && live == t {
+		s.book.Close()
+	}
+	return true
+}
+
+// WithdrawReceiver takes the receiver away from request id. If it returns
+// true, none of the receiver's methods will be called for id. The request
+// keeps its channel closed until its response or deadline comes. It returns
+// false if the request has already ended (its callback has run or is about
+// to) or was already withdrawn.
+func (s *Scheduler) WithdrawReceiver(id receiver.RequestID) bool {
+	s.requestsMu.Lock()
+	defer s.requestsMu.Unlock()
+	return s.table.Withdraw(id)
+}
+
+// Deliver hands the scheduler a response that the peer named from sent for
+// request id. The response is accepted only from the peer the request was
+// sent to, only once, and only before the request's deadline; then the
+// request's receiver gets it and the channel reopens. Otherwise it is dropped,
+// counted, and Deliver returns why: ErrUnknownRequest, ErrWrongPeer,
+// ErrDuplicateResponse, ErrLateResponse, or ErrStopped.
+func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) error {
+	var reopenBuf [8]peer.Ref
+	reopen := reopenBuf[:0]
+
+	s.requestsMu.Lock()
+	if s.stopped {
+		s.requestsMu.Unlock()
+		return ErrStopped
+	}
+	now := s.now()
+	// Deadlines that have passed are enforced first, so a response that
+	// comes after its deadline is late even if the timer has not fired yet.
+	reopen = s.expireDueLocked(now, reopen)
+	f, ended, err := s.table.Respond(id, from, response)
+	if err != nil {
+		s.countDroppedLocked(err)
+		s.requestsMu.Unlock()
+		s.reopen(reopen)
+		return err
+	}
+	if ended {
+		s.deadlines.Remove(timeouts.Handle(f.Deadline))
+		s.countEndLocked(&f)
+		s.callbacksMu.Lock()
+		s.pending.pushFinished(&f)
+		s.callbacksMu.Unlock()
+		reopen = append(reopen, f.Peer)
+	}
+	s.requestsMu.Unlock()
+	if ended {
+		s.offersMu.Lock()
+		s.pool.ObserveRTT(f.Peer, now-f.SentAt)
+		s.offersMu.Unlock()
+	}
+	s.reopen(reopen)
+	return nil
+}
+
+// reopen reopens one channel for each ref (skipping peers that have gone)
+// and runs the offers and callbacks that follow.
+func (s *Scheduler) reopen(refs []peer.Ref) {
+	if len(refs) > 0 {
+		s.offersMu.Lock()
+		for _, ref := range refs {
+			s.pool.Reopen(ref)
+		}
+		s.offersMu.Unlock()
+		s.wantOffers()
+		return
+	}
+	s.run()
+}
+
+// countEndLocked counts how a request ended. Caller holds requestsMu.
+func (s *Scheduler) countEndLocked(f *receiver.Finished) {
+	switch {
+	case f.Receiver == nil:
+		s.counts.withdrawnEnded++
+	case f.Answered():
+		s.counts.succeeded++
+	case f.Reason == receiver.Timeout:
+		s.counts.timedOut++
+	case f.Reason == receiver.Disconnected:
+		s.counts.disconnected++
+	case f.Reason == receiver.Shutdown:
+		s.counts.shutdown++
+	}
+}
+
+// countDroppedLocked counts a dropped response. Caller holds requestsMu.
+func (s *Scheduler) countDroppedLocked(err error) {
+	switch {
+	case errors.Is(err, ErrLateResponse):
+		s.counts.late++
+	case errors.Is(err, ErrWrongPeer):
+		s.counts.wrongPeer++
+	case errors.Is(err, ErrDuplicateResponse):
+		s.counts.duplicate++
+	default:
+		s.counts.unknown++
+	}
+}

@@ -1,0 +1,68 @@
+package scheduler
+
+import "github.com/peersched/peersched/peer"
+
+// Stats is a consistent snapshot of the scheduler: every field was read at
+// the same moment.
+type Stats struct {
+	Peers            int // connected peers
+	ChannelsOpen     int // channels that may carry a message now
+	ChannelsClosed   int // channels carrying a request, or digesting a notification
+	SendersWaiting   int
+	RequestsInFlight int // sent and not yet ended, withdrawn ones included
+
+	Sent          uint64 // requests the host accepted
+	Notified      uint64 // notifications the host accepted
+	SendErrors    uint64 // sends the host refused (or panicked on)
+	Succeeded     uint64 // requests answered
+	TimedOut      uint64
+	Disconnected  uint64 // requests failed because their peer disconnected
+	ShutDown      uint64 // requests failed by Stop
+	WithdrawnDone uint64 // withdrawn requests whose channel has reopened
+
+	// Responses dropped, by reason.
+	Late          uint64
+	Unknown       uint64
+	WrongPeer     uint64
+	Duplicate     uint64
+	PanicsHandled uint64 // panics recovered in callbacks and host sends
+	Stopped       bool
+}
+
+// Stats returns a snapshot of the scheduler's state and counters.
+func (s *Scheduler) Stats() Stats {
+	s.offersMu.Lock()
+	defer s.offersMu.Unlock()
+	s.requestsMu.Lock()
+	defer s.requestsMu.Unlock()
+	c := &s.counts
+	return Stats{
+		Peers:            s.pool.Len(),
+		ChannelsOpen:     s.pool.Open(),
+		ChannelsClosed:   s.pool.ClosedChannels(),
+		SendersWaiting:   s.queue.Len(),
+		RequestsInFlight: s.table.Len(),
+		Sent:             c.sent,
+		Notified:         s.notified,
+		SendErrors:       s.sendErrors,
+		Succeeded:        c.succeeded,
+		TimedOut:         c.timedOut,
+		Disconnected:     c.disconnected,
+		ShutDown:         c.shutdown,
+		WithdrawnDone:    c.withdrawnEnded,
+		Late:             c.late,
+		Unknown:          c.unknown,
+		WrongPeer:        c.wrongPeer,
+		Duplicate:        c.duplicate,
+		PanicsHandled:    s.panics.Load(),
+		Stopped:          s.stopped,
+	}
+}
+
+// PeerUsage appends each connected peer's channel counts and smoothed
+// response time to dst, in no fixed order.
+func (s *Scheduler) PeerUsage(dst []peer.Usage) []peer.Usage {
+	s.offersMu.Lock()
+	defer s.offersMu.Unlock()
+	return s.pool.Usage(dst)
+}
