@@ -1,0 +1,98 @@
+package simnet
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+)
+
+// MaxLatency caps every latency sample. A log-normal tail is unbounded in
+// theory; in a simulation an hour already means "never" to any timeout, and
+// the cap keeps a wild draw from overflowing time arithmetic.
+const MaxLatency = time.Hour
+
+// Latency is a distribution of response delays: the time from a request's
+// Send to its response being ready to leave the peer (before any bandwidth
+// delay). Build one with Fixed, Uniform or LogNormal. The zero Latency is
+// Fixed(0). Latency values are immutable and may be shared.
+type Latency struct {
+	kind   latencyKind
+	lo, hi time.Duration // Fixed: lo; Uniform: [lo, hi]; LogNormal: lo is the median
+	sigma  float64       // LogNormal only
+}
+
+type latencyKind uint8
+
+const (
+	fixed latencyKind = iota
+	uniform
+	logNormal
+)
+
+// Fixed is a constant delay d.
+func Fixed(d time.Duration) Latency { return Latency{kind: fixed, lo: d} }
+
+// Uniform draws delays uniformly from [lo, hi], both included, to the
+// nanosecond.
+func Uniform(lo, hi time.Duration) Latency { return Latency{kind: uniform, lo: lo, hi: hi} }
+
+// LogNormal draws median·e^(sigma·Z) with Z standard normal: half the delays
+// fall below median, and the tail is heavy (sigma 1 puts about 1 draw in
+// 1000 above 22× the median). Samples are capped at MaxLatency.
+func LogNormal(median time.Duration, sigma float64) Latency {
+	return Latency{kind: logNormal, lo: median, sigma: sigma}
+}
+
+// Sample draws one delay using r, in [0, MaxLatency]. It draws the same
+// number of values from r for a given distribution kind apart from
+// LogNormal, whose normal draw may take a variable number.
+func (l Latency) Sample(r *rand.Rand) time.Duration {
+	var d time.Duration
+	switch l.kind {
+	case fixed:
+		d = l.lo
+	case uniform:
+		d = l.lo + time.Duration(r.Int64N(int64(l.hi-l.lo)+1))
+	case logNormal:
+		x := float64(l.lo) * math.Exp(l.sigma*r.NormFloat64())
+		if x >= float64(MaxLatency) {
+			return MaxLatency
+		}
+		d = time.Duration(x)
+	}
+	return min(max(d, 0), MaxLatency)
+}
+
+// validate reports parameters that make no distribution.
+func (l Latency) validate() error {
+	switch l.kind {
+	case fixed:
+		if l.lo < 0 {
+			return fmt.Errorf("negative fixed latency %v", l.lo)
+		}
+	case uniform:
+		if l.lo < 0 || l.hi < l.lo {
+			return fmt.Errorf("uniform latency needs 0 <= lo <= hi, got [%v, %v]", l.lo, l.hi)
+		}
+	case logNormal:
+		if l.lo <= 0 || !(l.sigma >= 0) || math.IsInf(l.sigma, 0) {
+			return fmt.Errorf("log-normal latency needs a positive median and finite sigma >= 0, got %v, %v", l.lo, l.sigma)
+		}
+	default:
+		return fmt.Errorf("unknown latency kind %d", l.kind)
+	}
+	return nil
+}
+
+func (l Latency) String() string {
+	switch l.kind {
+	case fixed:
+		return fmt.Sprintf("fixed(%v)", l.lo)
+	case uniform:
+		return fmt.Sprintf("uniform(%v, %v)", l.lo, l.hi)
+	case logNormal:
+		return fmt.Sprintf("lognormal(median %v, sigma %g)", l.lo, l.sigma)
+	}
+	return fmt.Sprintf("latency(kind %d)", l.kind)
+}

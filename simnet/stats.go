@@ -1,0 +1,19 @@
+package simnet
+
+// Stats counts what happened to one peer's traffic. Every count only grows.
+type Stats struct {
+	Requests      int // requests Send accepted
+	Notifications int // notifications (request ID 0) Send accepted and ignored
+	Refused       int // Sends that failed: peer down or unsupported message
+	Lost          int // requests dropped by Profile.Loss
+	Missing       int // objects answered as missing
+
+	Faults FaultCounts // requests that got each fault
+
+	Answers   int // responses scheduled (a Duplicate counts two)
+	Delivered int // responses handed to Deliver
+	Dropped   int // responses lost because the peer disconnected first
+
+	Disconnects int
+	Reconnects  int
+}
