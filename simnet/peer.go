@@ -1,0 +1,206 @@
+package simnet
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/wire"
+)
+
+// Peer is one simulated peer. It implements peer.Peer and is safe for
+// concurrent use. Get one from Network.AddPeer; the zero value is not usable.
+type Peer struct {
+	net   *Network
+	id    peer.ID
+	prof  Profile   // a private copy, with defaults filled in
+	added time.Time // when AddPeer ran: the origin of the profile's schedules
+
+	// The following fields are guarded by net.mu.
+	traffic   *rand.Rand // draws for requests: loss, faults, latency, missing objects
+	outages   *rand.Rand // draws for random outages, apart so that traffic does not move them
+	connected bool
+	epoch     uint64    // counts disconnections; a response carries the epoch it was sent in
+	linkFree  time.Time // when the uplink finishes its last queued response
+	lastID    uint64    // the previous request's ID, for WrongID; 0 before the first
+	stats     Stats
+}
+
+var _ peer.Peer = (*Peer)(nil)
+
+// ID returns the peer's ID.
+func (p *Peer) ID() peer.ID { return p.id }
+
+// Connected reports whether the peer is up.
+func (p *Peer) Connected() bool {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	return p.connected
+}
+
+// Stats returns a snapshot of the peer's counters.
+func (p *Peer) Stats() Stats {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	return p.stats
+}
+
+// Send queues a message for the peer; it never blocks and never calls the
+// host back (answers come later, from the network's timer). A notification
+// (requestID 0) is accepted and ignored. A request must be a
+// ledger.GetObjects or a non-nil *ledger.GetObjects; the peer decides, with
+// its profile's probabilities, whether to drop it, when to answer, and how
+// to misbehave.
+//
+// Send fails with ErrClosed, ErrDisconnected (the peer is down: the host has
+// been or is about to be told through OnDisconnect) or ErrUnsupported, and
+// then queues nothing and draws no randomness.
+func (p *Peer) Send(requestID uint64, message any) error {
+	n := p.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return ErrClosed
+	}
+	if !p.connected {
+		p.stats.Refused++
+		return fmt.Errorf("%w: %q", ErrDisconnected, p.id)
+	}
+	if requestID == 0 {
+		p.stats.Notifications++
+		return nil
+	}
+	var req ledger.GetObjects
+	switch m := message.(type) {
+	case ledger.GetObjects:
+		req = m
+	case *ledger.GetObjects:
+		if m == nil {
+			p.stats.Refused++
+			return fmt.Errorf("%w: nil %T", ErrUnsupported, message)
+		}
+		req = *m
+	default:
+		p.stats.Refused++
+		return fmt.Errorf("%w: %T", ErrUnsupported, message)
+	}
+	now := n.clock.Now()
+	p.requestLocked(now, requestID, req)
+	n.armLocked(now)
+	return nil
+}
+
+// requestLocked decides the fate of one request and schedules its answers.
+// The caller holds p.net.mu. The draws happen in a fixed order (loss, fault,
+// latency, missing objects, then any the fault needs) so that a seed replays.
+func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
+	p.stats.Requests++
+	previous := p.lastID
+	p.lastID = id
+	r := p.traffic
+
+	if r.Float64() < p.prof.Loss {
+		p.stats.Lost++
+		return
+	}
+	fault, faulty := p.prof.Faults.pick(r.Float64())
+	latency := scale(p.prof.Latency.Sample(r), slowFactor(p.prof.Slowness, now.Sub(p.added)))
+	resp := p.answerLocked(req)
+
+	if faulty && fault == Ignore {
+		p.stats.Faults[Ignore]++
+		return
+	}
+	var msg any = resp
+	size := wire.HeaderSize + wire.ObjectsSize(resp)
+	if faulty && fault == WrongType {
+		msg = req
+		size = wire.HeaderSize + wire.GetObjectsSize(req)
+	}
+	at, free := transmit(now.Add(latency), p.linkFree, size, p.prof.Bandwidth)
+	p.linkFree = free
+
+	answerID := id
+	if faulty {
+		switch fault {
+		case WrongID:
+			answerID = previous
+			if answerID == 0 {
+				answerID = id + 1
+			}
+		case UnknownID:
+			answerID = 1<<63 | r.Uint64()
+		case Late:
+			at = at.Add(p.prof.LateBy)
+		case Duplicate:
+			again := at.Add(p.prof.Latency.Sample(r))
+			p.pushAnswerLocked(at, answerID, msg)
+			at = again
+		case Corrupt:
+			var ok bool
+			if msg, ok = corrupt(resp, r); !ok {
+				faulty = false
+			}
+		}
+	}
+	if faulty {
+		p.stats.Faults[fault]++
+	}
+	p.pushAnswerLocked(at, answerID, msg)
+}
+
+// answerLocked builds the honest answer to req, except that with probability
+// Profile.Missing each object is reported missing. The caller holds p.net.mu.
+func (p *Peer) answerLocked(req ledger.GetObjects) ledger.Objects {
+	resp := p.net.ledger.Answer(req)
+	if p.prof.Missing > 0 {
+		for i := range resp.Items {
+			if p.traffic.Float64() < p.prof.Missing {
+				resp.Items[i] = ledger.Object{Hash: resp.Items[i].Hash, Missing: true}
+			}
+		}
+	}
+	for _, it := range resp.Items {
+		if it.Missing {
+			p.stats.Missing++
+		}
+	}
+	return resp
+}
+
+// pushAnswerLocked schedules the delivery of msg under id at at, on the
+// peer's current connection. The caller holds p.net.mu.
+func (p *Peer) pushAnswerLocked(at time.Time, id uint64, msg any) {
+	p.stats.Answers++
+	p.net.pushLocked(event{at: at, kind: deliverEvent, peer: p, epoch: p.epoch, id: id, msg: msg})
+}
+
+// expLocked draws an exponentially distributed duration with the given mean
+// from the outage source, at least 1ns so that an outage chain always moves
+// forward in time. The caller holds p.net.mu.
+func (p *Peer) expLocked(mean time.Duration) time.Duration {
+	d := time.Duration(p.outages.ExpFloat64() * float64(mean))
+	return min(max(d, 1), MaxLatency)
+}
+
+// corrupt returns a copy of resp in which one present object, chosen with r,
+// has one byte flipped; false if no object is present.
+func corrupt(resp ledger.Objects, r *rand.Rand) (ledger.Objects, bool) {
+	var present []int
+	for i, it := range resp.Items {
+		if !it.Missing && len(it.Data) > 0 {
+			present = append(present, i)
+		}
+	}
+	if len(present) == 0 {
+		return resp, false
+	}
+	i := present[r.IntN(len(present))]
+	items := append([]ledger.Object(nil), resp.Items...)
+	data := append([]byte(nil), items[i].Data...)
+	data[r.IntN(len(data))] ^= 0xff
+	items[i].Data = data
+	return ledger.Objects{Items: items}, true
+}
