@@ -2,6 +2,7 @@ package simnet
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -277,6 +278,36 @@ func TestScheduledOutage(t *testing.T) {
 		}
 		st := p.Stats()
 		if st.Disconnects != 2 || st.Reconnects != 1 || st.Dropped != 1 || st.Refused != 1 || st.Delivered != 1 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+// TestResponsesDoNotSurviveReconnect: a response in flight when the peer
+// went down is lost with that connection, even if it would arrive after the
+// peer is back.
+func TestResponsesDoNotSurviveReconnect(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		h := newHarness(t, 1)
+		p := h.addPeer("a", Profile{Latency: Fixed(30 * ms), Outages: []Outage{{At: 50 * ms, For: 10 * ms}}})
+		h.advance(40 * ms)
+		h.send(p, 1, 1) // due at 70ms; the peer is down from 50ms to 60ms
+		h.advance(15 * ms)
+		if err := p.Send(2, request(2, 1)); !errors.Is(err, ErrDisconnected) {
+			t.Fatalf("send while down: %v", err)
+		}
+		h.advance(5 * ms)
+		h.send(p, 3, 1) // due at 90ms, on the new connection
+		h.advance(time.Second)
+		var got []string
+		for _, r := range h.records() {
+			got = append(got, fmt.Sprintf("%v %s %d", r.at, r.kind, r.id))
+		}
+		want := []string{"50ms down 0", "60ms up 0", "90ms deliver 3"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+		if st := p.Stats(); st.Dropped != 1 || st.Refused != 1 {
 			t.Errorf("stats %+v", st)
 		}
 	})
