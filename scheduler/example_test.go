@@ -1,0 +1,230 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/scheduler"
+)
+
+// wire stands in for the host's connections: Send queues a message as a real
+// connection would, and the example plays the network by reading what was
+// sent and handing responses back with Deliver.
+type wire struct {
+	id  peer.ID
+	mu  sync.Mutex
+	out []outbound
+}
+
+type outbound struct {
+	requestID receiver.RequestID
+	message   any
+}
+
+func (w *wire) ID() peer.ID { return w.id }
+
+func (w *wire) Send(requestID uint64, message any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.out = append(w.out, outbound{receiver.RequestID(requestID), message})
+	return nil
+}
+
+// take returns and forgets what was sent so far.
+func (w *wire) take() []outbound {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.out
+	w.out = nil
+	return out
+}
+
+// senderFunc adapts a function to a Sender that is never discarded here.
+type senderFunc func(offer.Offer)
+
+func (f senderFunc) OnOffer(o offer.Offer) { f(o) }
+func (f senderFunc) OnDiscard()            {}
+
+// A request's round trip: schedule a sender, send a request through its
+// offer, and get the response in the receiver.
+func Example() {
+	s, err := scheduler.New(scheduler.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Stop()
+	alice := &wire{id: "alice"}
+	if err := s.Connect(alice, 2); err != nil {
+		panic(err)
+	}
+
+	print := receiver.Funcs{
+		Response: func(id receiver.RequestID, from peer.ID, response any) {
+			fmt.Printf("%s answered: %v\n", from, response)
+		},
+	}
+	_, err = s.Schedule(senderFunc(func(o offer.Offer) {
+		c, _ := o.Channel(0)
+		fmt.Printf("offered %d channels, may use %d; sending to %s\n", o.Len(), o.Size(), c.Peer)
+		if _, err := o.Request(0, "GET /ledger/42", print, 5*time.Second); err != nil {
+			fmt.Println("send failed:", err)
+		}
+	}), 0)
+	if err != nil {
+		panic(err)
+	}
+
+	// The network answers.
+	for _, m := range alice.take() {
+		_ = s.Deliver("alice", m.requestID, fmt.Sprintf("ledger 42 (asked %q)", m.message))
+	}
+	// Output:
+	// offered 2 channels, may use 2; sending to alice
+	// alice answered: ledger 42 (asked "GET /ledger/42")
+}
+
+// retrier asks for one object and, when a request fails, asks again,
+// preferring a peer other than the one that failed.
+type retrier struct {
+	s     *scheduler.Scheduler
+	avoid peer.ID
+	sent  chan peer.ID // each send, so the example knows when a try is out
+	done  chan string
+}
+
+func (r *retrier) OnOffer(o offer.Offer) {
+	choice := 0
+	for i := range o.Len() {
+		if c, _ := o.Channel(i); c.Peer != r.avoid {
+			choice = i
+			break
+		}
+	}
+	c, _ := o.Channel(choice)
+	if _, err := o.Request(choice, "object #7", r, time.Second); err != nil {
+		fmt.Println("send failed:", err)
+		return
+	}
+	r.sent <- c.Peer
+}
+
+func (r *retrier) OnDiscard() { r.done <- "discarded" }
+
+func (r *retrier) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
+	r.done <- fmt.Sprintf("%v from %s", response, from)
+}
+
+func (r *retrier) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.Reason) {
+	fmt.Printf("request to %s failed: %v; retrying elsewhere\n", from, reason)
+	r.avoid = from
+	if _, err := r.s.Schedule(r, 0); err != nil {
+		r.done <- err.Error()
+	}
+}
+
+// A receiver that retries on failure, preferring a different peer. The mock
+// clock makes the timeout happen on demand.
+func Example_retry() {
+	mock := clock.NewMock()
+	s, err := scheduler.New(scheduler.Config{Clock: mock})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Stop()
+	silent, steady := &wire{id: "a-silent"}, &wire{id: "b-steady"}
+	_ = s.Connect(silent, 1)
+	_ = s.Connect(steady, 1)
+
+	r := &retrier{s: s, sent: make(chan peer.ID, 2), done: make(chan string, 1)}
+	_, _ = s.Schedule(r, 0)
+	// a-silent is offered first (same load, lower ID) and never answers.
+	fmt.Println("first try went to", <-r.sent)
+
+	mock.Add(time.Second) // the deadline passes; the receiver retries
+	fmt.Println("second try went to", <-r.sent)
+	retried := steady.take()
+	_ = s.Deliver("b-steady", retried[0].requestID, "the object")
+	fmt.Println(<-r.done)
+	// Output:
+	// first try went to a-silent
+	// request to a-silent failed: timeout; retrying elsewhere
+	// second try went to b-steady
+	// the object from b-steady
+}
+
+// bulk is the seed's "remote job" pattern: a sender with many messages sends
+// as many as each offer allows and, while messages remain, schedules a
+// continuation to wait for more channels.
+type bulk struct {
+	s       *scheduler.Scheduler
+	pending []string
+	answers *receiver.Funcs
+}
+
+func (b *bulk) OnOffer(o offer.Offer) {
+	for i := 0; i < o.Len() && o.Remaining() > 0 && len(b.pending) > 0; i++ {
+		if _, err := o.Request(i, b.pending[0], b.answers, time.Minute); err == nil {
+			b.pending = b.pending[1:]
+		}
+	}
+	if len(b.pending) > 0 {
+		if _, err := b.s.Schedule(b, 0); err != nil {
+			fmt.Println("cannot continue:", err)
+		}
+	}
+}
+
+func (b *bulk) OnDiscard() {}
+
+// A bulk download of ten objects over two peers with two channels each. (The
+// mock clock keeps response times, and so the choice of peers, the same on
+// every run.)
+func Example_bulk() {
+	s, _ := scheduler.New(scheduler.Config{Clock: clock.NewMock()})
+	defer s.Stop()
+	peers := []*wire{{id: "p1"}, {id: "p2"}}
+	for _, p := range peers {
+		_ = s.Connect(p, 2)
+	}
+	perPeer := map[peer.ID]int{}
+	received := 0
+	answers := &receiver.Funcs{Response: func(_ receiver.RequestID, from peer.ID, _ any) {
+		perPeer[from]++
+		received++
+	}}
+	job := &bulk{s: s, answers: answers}
+	for i := range 10 {
+		job.pending = append(job.pending, fmt.Sprintf("object %d", i))
+	}
+	_, _ = s.Schedule(job, 0)
+
+	// Play the network: answer whatever was sent until the job is done. p1 is
+	// answered first each round, so its channels reopen first and it serves more.
+	for received < 10 {
+		for _, p := range peers {
+			for _, m := range p.take() {
+				_ = s.Deliver(p.id, m.requestID, "data for "+m.message.(string))
+			}
+		}
+	}
+	ids := make([]string, 0, len(perPeer))
+	for id := range perPeer {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		fmt.Printf("%s served %d\n", id, perPeer[peer.ID(id)])
+	}
+	fmt.Println("in flight:", s.Stats().RequestsInFlight)
+	// Output:
+	// p1 served 6
+	// p2 served 4
+	// in flight: 0
+}
