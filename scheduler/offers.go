@@ -147,7 +147,11 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	s.counts.sent++
 	f, ended := s.table.Sent(id)
 	if ended {
-		// Something ended the request while the host was sending it.
+		// Something ended the request while the host was sending it. If
+		// that was its peer's disconnect, the table has forgotten the
+		// peer's ID; the receiver is still owed the name of the peer the
+		// request went to.
+		f.PeerID = ch.Peer
 		s.deadlines.Remove(timeouts.Handle(f.Deadline))
 		s.countEndLocked(&f)
 		s.callbacksMu.Lock()

@@ -1,0 +1,34 @@
+package scheduler
+
+// Each test here pins a defect that FuzzScheduler found: it failed before the
+// fix and passes after it. The fuzzer's own minimised input is kept beside it
+// in testdata/fuzz/FuzzScheduler.
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// A request whose peer disconnects while the host is still sending it fails
+// with Disconnected when the send returns; its receiver must be told which
+// peer the request went to, as for every other failure, not "".
+func TestRegression_DisconnectWhileSendingNamesThePeer(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		a := w.connect("A", 1)
+		a.onSend = func(uint64, any) { require.NoError(t, w.s.Disconnect("A")) }
+		var id receiver.RequestID
+		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			var err error
+			id, err = o.Request(0, "x", rec, time.Second)
+			require.NoError(t, err)
+		}}, 0)
+		require.NoError(t, err)
+		require.Equal(t, []string{"failure from A: disconnected"}, rec.of(id))
+	})
+}
