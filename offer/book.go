@@ -46,6 +46,10 @@ func (b *Book) Close() (sent int) {
 // Live reports whether an offer is open, and to which sender.
 func (b *Book) Live() (Ticket, bool) { return b.ticket, b.live }
 
+// Sent returns how many channels the sender of the open (or last) offer has
+// closed through it.
+func (b *Book) Sent() int { return b.sent }
+
 // Status describes the offer named generation.
 func (b *Book) Status(generation uint64) Status {
 	if !b.current(generation) {

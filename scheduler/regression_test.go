@@ -32,3 +32,32 @@ func TestRegression_DisconnectWhileSendingNamesThePeer(t *testing.T) {
 		require.Equal(t, []string{"failure from A: disconnected"}, rec.of(id))
 	})
 }
+
+// A sender that has sent during its offer has left the queue by that send
+// (promise 1), even though the offer is still open. Withdrawing it then, from
+// inside its own callback or from a callback it causes, must find nothing:
+// it cannot leave twice. Its offer stays open for the rest of its size.
+func TestRegression_WithdrawAfterSendingInTheOfferFindsNothing(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		var ticket offer.Ticket
+		var withdrawn []bool
+		snd := &script{onOffer: func(o offer.Offer) {
+			_, err := o.Request(0, "x", rec, time.Second)
+			require.NoError(t, err)
+			withdrawn = append(withdrawn, w.s.WithdrawSender(ticket))
+			_, err = o.Request(1, "y", rec, time.Second)
+			require.NoError(t, err, "the offer is still open")
+		}}
+		ticket, err := w.s.Schedule(snd, 0)
+		require.NoError(t, err)
+		w.connect("A", 2)
+		require.Equal(t, []bool{false}, withdrawn, "it had already left by sending")
+		require.Equal(t, 1, snd.offerCount())
+		require.Zero(t, w.s.Stats().SendersWaiting)
+		require.Zero(t, w.s.Stats().ChannelsOpen)
+		require.False(t, w.s.WithdrawSender(ticket))
+		w.s.Stop()
+		require.Zero(t, snd.discards)
+	})
+}

@@ -260,14 +260,21 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 // WithdrawSender takes the sender named t out of the queue. If it returns
 // true, none of the sender's callbacks will be called after it returns (an
 // offer it is in the middle of expires at once). It returns false if the
-// sender is no longer waiting: it sent, was discarded, or was withdrawn.
+// sender is no longer waiting: it sent, was discarded, or was withdrawn. A
+// sender that has sent during the offer it is in the middle of has left by
+// that send, so withdrawing it then returns false and leaves the offer open.
 func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
 	s.offersMu.Lock()
 	defer s.offersMu.Unlock()
+	live, inOffer := s.book.Live()
+	inOffer = inOffer && live == t
+	if inOffer && s.book.Sent() > 0 {
+		return false // offerNext takes it out of the queue when the offer closes
+	}
 	if _, ok := s.queue.Remove(t); !ok {
 		return false
 	}
-	if live, ok := s.book.Live(); ok && live == t {
+	if inOffer {
 		s.book.Close()
 	}
 	return true
