@@ -176,16 +176,19 @@ func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, e
 		}
 		return Finished{}, false, ErrLateResponse
 	}
+	// A request whose outcome is held back while it is sent has ended: like
+	// a free entry above, it answers duplicate or late whoever responds (its
+	// peer may even have disconnected, and no longer be its owner).
+	switch e.held {
+	case heldResponse:
+		return Finished{}, false, ErrDuplicateResponse
+	case Timeout, Disconnected, Shutdown:
+		return Finished{}, false, ErrLateResponse
+	}
 	if t.ownerID(e.peer) != from {
 		return Finished{}, false, ErrWrongPeer
 	}
 	if e.state == stateSending {
-		switch e.held {
-		case heldResponse:
-			return Finished{}, false, ErrDuplicateResponse
-		case Timeout, Disconnected, Shutdown:
-			return Finished{}, false, ErrLateResponse
-		}
 		e.held = heldResponse
 		if t.early == nil {
 			t.early = make(map[int32]any)

@@ -61,3 +61,45 @@ func TestRegression_WithdrawAfterSendingInTheOfferFindsNothing(t *testing.T) {
 		require.Zero(t, snd.discards)
 	})
 }
+
+// A request that an event ends while the host is still sending it is ended:
+// its outcome is only held back until the send returns. A response to it is
+// late (or a duplicate), as it would be a moment later, whoever sends it; in
+// particular the peer it was sent to is not "the wrong peer" because it
+// disconnected before answering.
+func TestRegression_ResponseToARequestEndedWhileSendingIsLate(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		a := w.connect("A", 2)
+		w.connect("B", 1)
+		var delivered []error
+		// The first request: A disconnects, then answers.
+		a.onSend = func(id uint64, _ any) {
+			require.NoError(t, w.s.Disconnect("A"))
+			delivered = append(delivered, w.s.Deliver("A", receiver.RequestID(id), "after disconnect"))
+		}
+		var ids []receiver.RequestID
+		_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids, "A")}, 0)
+		require.NoError(t, err)
+		// The second, to A connected again: it times out, then B and A answer.
+		a = w.connect("A", 1)
+		a.onSend = func(id uint64, _ any) {
+			w.advance(time.Second)
+			delivered = append(delivered,
+				w.s.Deliver("B", receiver.RequestID(id), "from B"),
+				w.s.Deliver("A", receiver.RequestID(id), "from A"))
+		}
+		_, err = w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids, "A")}, 0)
+		require.NoError(t, err)
+		require.Len(t, ids, 2)
+		require.Len(t, delivered, 3)
+		for i, err := range delivered {
+			require.ErrorIs(t, err, ErrLateResponse, "response %d", i)
+		}
+		require.Equal(t, []string{"failure from A: disconnected"}, rec.of(ids[0]))
+		require.Equal(t, []string{"failure from A: timeout"}, rec.of(ids[1]))
+		st := w.s.Stats()
+		require.Equal(t, uint64(3), st.Late)
+		require.Zero(t, st.WrongPeer)
+	})
+}
