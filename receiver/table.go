@@ -247,14 +247,17 @@ func (t *Table) FailPeer(ref peer.Ref, dst []Finished, disarm []uint64) ([]Finis
 }
 
 // FailAll ends every outstanding request with reason Shutdown, appending them
-// to dst. Requests still being sent are held back as shut down.
+// to dst. Requests still being sent are held back as shut down, unless an
+// earlier event already decided their outcome: as in FailPeer, a response
+// that already came (and was accepted) still wins, and so does a timeout.
 func (t *Table) FailAll(dst []Finished) []Finished {
 	for s := range t.entries {
 		e := &t.entries[s]
 		switch e.state {
 		case stateSending:
-			delete(t.early, int32(s))
-			e.held = Shutdown
+			if e.held == 0 {
+				e.held = Shutdown
+			}
 		case statePending:
 			dst = append(dst, t.finish(int32(s), Shutdown, nil))
 		}

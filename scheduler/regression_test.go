@@ -103,3 +103,41 @@ func TestRegression_ResponseToARequestEndedWhileSendingIsLate(t *testing.T) {
 		require.Zero(t, st.WrongPeer)
 	})
 }
+
+// The first event to end a request that is being sent decides its outcome;
+// Stop, coming after, must not replace it. Above all, a response Deliver has
+// accepted (returned nil for) must reach the receiver, as it does when the
+// peer disconnects instead of the scheduler stopping.
+func TestRegression_StopWhileSendingKeepsTheOutcomeAlreadyHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		first  func(w *world, id receiver.RequestID) // the event before Stop, during the send
+		want   string
+		counts func(st Stats) uint64
+	}{
+		{"an accepted response", func(w *world, id receiver.RequestID) {
+			require.NoError(t, w.s.Deliver("A", id, "early"))
+		}, "response from A: early", func(st Stats) uint64 { return st.Succeeded }},
+		{"a timeout", func(w *world, id receiver.RequestID) {
+			w.advance(time.Second)
+		}, "failure from A: timeout", func(st Stats) uint64 { return st.TimedOut }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inBubble(t, Config{}, func(w *world) {
+				rec := newOutcomes()
+				a := w.connect("A", 1)
+				a.onSend = func(id uint64, _ any) {
+					tc.first(w, receiver.RequestID(id))
+					w.s.Stop()
+				}
+				var ids []receiver.RequestID
+				_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
+				require.NoError(t, err)
+				require.Equal(t, []string{tc.want}, rec.of(ids[0]))
+				st := w.s.Stats()
+				require.Equal(t, uint64(1), tc.counts(st))
+				require.Zero(t, st.ShutDown)
+			})
+		})
+	}
+}
