@@ -1,0 +1,726 @@
+package scheduler
+
+// The reference model: the simplest sequential description of what a user of
+// the Scheduler can observe. It has no locks, no goroutines and no clock (time
+// is a number it is told to advance), and no data structure cleverer than a
+// slice: the queue is a sorted slice, the best channels are found by sorting
+// every open channel, deadlines are found by scanning. FuzzScheduler runs it
+// beside the real scheduler and checks, after every step, that both made the
+// same callbacks in the same order and show the same counts.
+//
+// What it describes, in the order a reader meets it:
+//
+//   - Callbacks run one at a time, outside any call that causes them: a call
+//     queues them, and the outermost call runs the queue (and then makes
+//     every offer it can) before it returns. A call from inside a callback
+//     only queues.
+//   - Senders wait in priority order, FIFO within a priority. An offer goes
+//     to the first waiting sender that has not declined since the last
+//     channel opening. Its size is 1 if others wait, else every open
+//     channel; it lists the open channels best first (fewer closed, then
+//     lower RTT, then lower ID; a peer's k-th channel counts k more closed).
+//   - Request IDs are gen<<32 | slot+1; a new request takes the slot freed
+//     last. An ID whose slot has been taken again is unknown.
+//   - A request being sent (the host's Send has not returned) keeps the first
+//     outcome that comes for it and reports it when Send returns; if Send
+//     fails, the outcome is dropped and the receiver never called.
+//   - Deadlines fire in (deadline, order of arming); all those due at one
+//     instant fire together, before anything else happens.
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+type model struct {
+	maxSenders, maxRequests, maxOffer int
+
+	now      time.Duration
+	stopped  bool
+	peers    map[peer.ID]*mPeer
+	openings uint64 // channel openings so far, a connect counting as one
+
+	queue   []*mSender // waiting senders, in the order they are offered channels
+	tickets offer.Ticket
+	offer   mOffer
+	discard *mSender // the offered sender, if Stop came during its offer
+
+	slots     []mSlot // the request table: each slot's generation and last request
+	free      []int   // free slots, the last freed at the end
+	inFlight  int
+	visited   int // requests disconnects have looked at: those of the peer, and no others
+	deadlines []*mDeadline
+	armed     uint64 // deadlines armed so far: the tie-break
+
+	pending    []func() // callbacks waiting to run
+	wantOffers bool
+	draining   bool
+
+	st Stats // the counters; the gauges are computed by Stats
+}
+
+type mPeer struct {
+	p                peer.Peer
+	id               peer.ID
+	channels, closed int
+	rtt              time.Duration
+	gone             bool
+	requests         []*mReq // outstanding, oldest first
+}
+
+type mSender struct {
+	s        offer.Sender
+	priority int
+	ticket   offer.Ticket
+	declined bool
+	at       uint64 // openings when it last declined
+}
+
+type mOffer struct {
+	generation uint64
+	live       bool
+	sender     *mSender
+	channels   []mChannel
+	used       []bool
+	size, sent int
+}
+
+type mChannel struct {
+	p *mPeer
+	c offer.Channel
+}
+
+// outcome is how a request ended (or, while it is sent, will end).
+type outcome uint8
+
+const (
+	none outcome = iota
+	answered
+	timedOut
+	disconnected
+	shutDown
+	unsentMsg // the host refused it: the peer never saw it
+)
+
+type mReq struct {
+	id       receiver.RequestID
+	r        receiver.Receiver // nil once withdrawn
+	to       *mPeer
+	sentAt   time.Duration
+	deadline *mDeadline
+	sending  bool
+	held     outcome // the first outcome that came while sending
+	response any
+	ended    outcome
+}
+
+type mSlot struct {
+	generation uint32
+	req        *mReq
+}
+
+type mDeadline struct {
+	at    time.Duration
+	order uint64
+	req   *mReq  // a request's timeout, or
+	note  *mPeer // the end of a notification's digest time
+}
+
+func newModel(cfg Config) *model {
+	m := &model{maxSenders: cfg.MaxSenders, maxRequests: cfg.MaxRequests, maxOffer: cfg.MaxOfferChannels, peers: map[peer.ID]*mPeer{}}
+	if m.maxSenders == 0 {
+		m.maxSenders = DefaultMaxSenders
+	}
+	if m.maxRequests == 0 {
+		m.maxRequests = DefaultMaxRequests
+	}
+	return m
+}
+
+// --- running callbacks and making offers ---
+
+// run is what every public call does last: unless a callback is already
+// running (then this call came from inside it), run queued callbacks and make
+// offers until neither is left.
+func (m *model) run() {
+	if m.draining {
+		return
+	}
+	m.draining = true
+	for {
+		if len(m.pending) > 0 {
+			c := m.pending[0]
+			m.pending = m.pending[1:]
+			m.call(c)
+			continue
+		}
+		if m.wantOffers {
+			m.wantOffers = false
+			for m.offerNext() {
+			}
+			continue
+		}
+		break
+	}
+	m.draining = false
+}
+
+func (m *model) want() { m.wantOffers = true; m.run() }
+
+// call runs user code, recovering a panic: it is counted and forgotten.
+func (m *model) call(f func()) {
+	defer func() {
+		if recover() != nil {
+			m.st.PanicsHandled++
+		}
+	}()
+	f()
+}
+
+func (m *model) open() (n int) {
+	for _, p := range m.peers {
+		n += p.channels - p.closed
+	}
+	return n
+}
+
+func (m *model) offerNext() bool {
+	if m.stopped || m.open() == 0 {
+		return false
+	}
+	i := slices.IndexFunc(m.queue, func(s *mSender) bool { return !s.declined || s.at < m.openings })
+	if i < 0 {
+		return false
+	}
+	snd, openings := m.queue[i], m.openings
+	size := 1
+	if len(m.queue) == 1 {
+		size = m.open()
+	}
+	chans := m.best()
+	m.offer = mOffer{generation: m.offer.generation + 1, live: true, sender: snd, channels: chans,
+		used: make([]bool, len(chans)), size: min(size, len(chans))}
+	m.call(func() { snd.s.OnOffer(offer.New((*modelCarrier)(m), m.offer.generation)) })
+	m.offer.live = false
+	switch k := slices.Index(m.queue, snd); {
+	case k >= 0 && m.offer.sent > 0:
+		m.queue = slices.Delete(m.queue, k, k+1)
+	case k >= 0:
+		snd.declined, snd.at = true, openings
+	case m.discard != nil:
+		if m.offer.sent == 0 {
+			m.pending = append(m.pending, m.discard.s.OnDiscard)
+		}
+		m.discard = nil
+	}
+	return true
+}
+
+// best lists every open channel, best first, cut to the offer's N.
+func (m *model) best() []mChannel {
+	type cand struct {
+		p *mPeer
+		k int
+	}
+	var all []cand
+	for _, p := range m.peers {
+		for k := range p.channels - p.closed {
+			all = append(all, cand{p, k})
+		}
+	}
+	slices.SortFunc(all, func(a, b cand) int {
+		return cmp.Or(cmp.Compare(a.p.closed+a.k, b.p.closed+b.k), cmp.Compare(a.p.rtt, b.p.rtt),
+			cmp.Compare(a.p.id, b.p.id), cmp.Compare(a.k, b.k))
+	})
+	if m.maxOffer > 0 && len(all) > m.maxOffer {
+		all = all[:m.maxOffer]
+	}
+	out := make([]mChannel, len(all))
+	for i, c := range all {
+		out[i] = mChannel{c.p, offer.ChannelOf(peer.Choice{ID: c.p.id, Closed: c.p.closed, RTT: c.p.rtt})}
+	}
+	return out
+}
+
+// --- peers ---
+
+func (m *model) Connect(p peer.Peer, channels int) error {
+	if p == nil {
+		return ErrNilPeer
+	}
+	id := p.ID()
+	switch {
+	case m.stopped:
+		return ErrStopped
+	case channels < 1:
+		return ErrBadChannels
+	case m.peers[id] != nil:
+		return ErrAlreadyConnected
+	}
+	m.peers[id] = &mPeer{p: p, id: id, channels: channels}
+	m.openings++
+	m.want()
+	return nil
+}
+
+func (m *model) Disconnect(id peer.ID) error {
+	p := m.peers[id]
+	switch {
+	case m.stopped:
+		return ErrStopped
+	case p == nil:
+		return ErrUnknownPeer
+	}
+	delete(m.peers, id)
+	p.gone = true
+	m.visited += len(p.requests)
+	for _, q := range slices.Backward(slices.Clone(p.requests)) { // newest first
+		if q.sending {
+			m.hold(q, disconnected)
+			m.disarm(q)
+			p.requests = slices.DeleteFunc(p.requests, func(x *mReq) bool { return x == q })
+		} else {
+			m.finish(q, disconnected)
+		}
+	}
+	m.run()
+	return nil
+}
+
+// reopen reopens a channel of each peer still connected; each reopening
+// counts, and offers follow.
+func (m *model) reopen(ps []*mPeer) {
+	if len(ps) == 0 {
+		m.run()
+		return
+	}
+	for _, p := range ps {
+		if !p.gone && p.closed > 0 {
+			p.closed--
+			m.openings++
+		}
+	}
+	m.want()
+}
+
+// --- senders ---
+
+func (m *model) Schedule(s offer.Sender, priority int) (offer.Ticket, error) {
+	switch {
+	case s == nil:
+		return 0, ErrNilSender
+	case m.stopped:
+		return 0, ErrStopped
+	case len(m.queue) >= m.maxSenders:
+		return 0, ErrTooManySenders
+	}
+	m.tickets++
+	t, at := m.tickets, len(m.queue)
+	for at > 0 && m.queue[at-1].priority < priority {
+		at--
+	}
+	m.queue = slices.Insert(m.queue, at, &mSender{s: s, priority: priority, ticket: t})
+	m.want()
+	return t, nil
+}
+
+func (m *model) WithdrawSender(t offer.Ticket) bool {
+	k := slices.IndexFunc(m.queue, func(s *mSender) bool { return s.ticket == t })
+	if k < 0 {
+		return false
+	}
+	if m.offer.live && m.offer.sender == m.queue[k] {
+		if m.offer.sent > 0 {
+			return false // it has sent in this offer: that is its exit
+		}
+		m.offer.live = false
+	}
+	m.queue = slices.Delete(m.queue, k, k+1)
+	return true
+}
+
+// --- the offer, as its sender sees it ---
+
+type modelCarrier model
+
+func (c *modelCarrier) current(generation uint64) bool {
+	return c.offer.live && c.offer.generation == generation
+}
+
+func (c *modelCarrier) OfferStatus(generation uint64) offer.Status {
+	if !c.current(generation) {
+		return offer.Status{}
+	}
+	return offer.Status{Live: true, Len: len(c.offer.channels), Size: c.offer.size, Sent: c.offer.sent}
+}
+
+func (c *modelCarrier) OfferChannel(generation uint64, i int) (offer.Channel, bool) {
+	if !c.current(generation) || i < 0 || i >= len(c.offer.channels) {
+		return offer.Channel{}, false
+	}
+	return c.offer.channels[i].c, true
+}
+
+func (c *modelCarrier) claim(generation uint64, i int) (*mPeer, error) {
+	o := &c.offer
+	switch {
+	case c.stopped:
+		return nil, ErrStopped
+	case !c.current(generation):
+		return nil, ErrOfferExpired
+	case i < 0 || i >= len(o.channels):
+		return nil, ErrNoSuchChannel
+	case o.used[i]:
+		return nil, ErrChannelUsed
+	case o.sent >= o.size:
+		return nil, ErrSizeExceeded
+	case o.channels[i].p.gone:
+		return nil, ErrPeerGone
+	}
+	o.used[i] = true
+	o.sent++
+	return o.channels[i].p, nil
+}
+
+func (c *modelCarrier) unclaim(generation uint64, i int) {
+	if c.current(generation) && c.offer.used[i] {
+		c.offer.used[i] = false
+		c.offer.sent--
+	}
+}
+
+func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
+	m := (*model)(c)
+	if r == nil {
+		return 0, ErrNilReceiver
+	}
+	if timeout <= 0 {
+		return 0, ErrBadTimeout
+	}
+	p, err := c.claim(generation, i)
+	if err != nil {
+		return 0, err
+	}
+	if m.inFlight >= m.maxRequests {
+		c.unclaim(generation, i)
+		return 0, ErrTooManyRequests
+	}
+	p.closed++
+	q := m.add(r, p)
+	q.deadline = m.arm(timeout, q, nil)
+	if err := m.hostSend(p, uint64(q.id), message); err != nil {
+		m.disarm(q)
+		m.forget(q)
+		if !p.gone {
+			p.closed-- // never really taken: not an opening
+		}
+		c.unclaim(generation, i)
+		m.st.SendErrors++
+		m.want()
+		return 0, fmt.Errorf("send to %q: %w", p.id, err)
+	}
+	m.st.Sent++
+	q.sending = false
+	if q.held != none {
+		m.finish(q, q.held)
+		m.reopen([]*mPeer{p})
+	}
+	return q.id, nil
+}
+
+func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest time.Duration) error {
+	m := (*model)(c)
+	if digest <= 0 {
+		return ErrBadTimeout
+	}
+	p, err := c.claim(generation, i)
+	if err != nil {
+		return err
+	}
+	p.closed++
+	if err := m.hostSend(p, 0, message); err != nil {
+		if !p.gone {
+			p.closed--
+		}
+		c.unclaim(generation, i)
+		m.st.SendErrors++
+		m.want()
+		return fmt.Errorf("send to %q: %w", p.id, err)
+	}
+	m.st.Notified++
+	if m.stopped {
+		if !p.gone {
+			p.closed--
+			m.openings++
+		}
+	} else {
+		m.arm(digest, nil, p)
+	}
+	return nil
+}
+
+func (m *model) hostSend(p *mPeer, id uint64, message any) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			m.st.PanicsHandled++
+			err = fmt.Errorf("%w: %v", ErrSendPanicked, r)
+		}
+	}()
+	return p.p.Send(id, message)
+}
+
+// --- requests ---
+
+func (m *model) add(r receiver.Receiver, p *mPeer) *mReq {
+	var slot int
+	if n := len(m.free); n > 0 {
+		slot, m.free = m.free[n-1], m.free[:n-1]
+	} else {
+		slot = len(m.slots)
+		m.slots = append(m.slots, mSlot{})
+	}
+	s := &m.slots[slot]
+	s.generation++
+	if s.generation == 0 {
+		s.generation = 1
+	}
+	q := &mReq{id: receiver.RequestID(uint64(s.generation)<<32 | uint64(slot+1)), r: r, to: p, sentAt: m.now, sending: true}
+	s.req = q
+	p.requests = append(p.requests, q)
+	m.inFlight++
+	return q
+}
+
+func (m *model) lookup(id receiver.RequestID) *mReq {
+	slot := int64(uint32(id)) - 1
+	if slot < 0 || slot >= int64(len(m.slots)) || m.slots[slot].generation != uint32(id>>32) {
+		return nil
+	}
+	return m.slots[slot].req
+}
+
+// hold records the first outcome of a request that is being sent.
+func (m *model) hold(q *mReq, o outcome) {
+	if q.held == none {
+		q.held = o
+	}
+}
+
+// release ends q and frees its slot, without telling anyone.
+func (m *model) release(q *mReq, o outcome) {
+	q.ended = o
+	m.disarm(q)
+	q.to.requests = slices.DeleteFunc(q.to.requests, func(x *mReq) bool { return x == q })
+	m.free = append(m.free, int(uint32(q.id))-1)
+	m.inFlight--
+}
+
+// forget drops a request whose host send failed.
+func (m *model) forget(q *mReq) { m.release(q, unsentMsg) }
+
+// finish ends q with o, counts it, and queues its receiver's call.
+func (m *model) finish(q *mReq, o outcome) {
+	m.release(q, o)
+	r, id, from := q.r, q.id, q.to.id
+	switch {
+	case r == nil:
+		m.st.WithdrawnDone++
+		return
+	case o == answered:
+		m.st.Succeeded++
+		resp := q.response
+		m.pending = append(m.pending, func() { r.OnResponse(id, from, resp) })
+		return
+	case o == timedOut:
+		m.st.TimedOut++
+	case o == disconnected:
+		m.st.Disconnected++
+	case o == shutDown:
+		m.st.ShutDown++
+	}
+	reason := map[outcome]receiver.Reason{timedOut: receiver.Timeout, disconnected: receiver.Disconnected, shutDown: receiver.Shutdown}[o]
+	m.pending = append(m.pending, func() { r.OnFailure(id, from, reason) })
+}
+
+func (m *model) WithdrawReceiver(id receiver.RequestID) bool {
+	q := m.lookup(id)
+	if q == nil || q.ended != none || q.r == nil {
+		return false
+	}
+	q.r = nil
+	return true
+}
+
+func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error {
+	if m.stopped {
+		return ErrStopped
+	}
+	reopen := m.expire()
+	q := m.lookup(id)
+	var err error
+	switch {
+	case q == nil || q.ended == unsentMsg:
+		err = ErrUnknownRequest
+	case q.ended == answered || q.held == answered:
+		err = ErrDuplicateResponse
+	case q.ended != none || q.held != none:
+		err = ErrLateResponse
+	case q.to.id != from:
+		err = ErrWrongPeer
+	}
+	switch {
+	case err != nil:
+		*map[error]*uint64{ErrUnknownRequest: &m.st.Unknown, ErrDuplicateResponse: &m.st.Duplicate,
+			ErrLateResponse: &m.st.Late, ErrWrongPeer: &m.st.WrongPeer}[err]++
+	case q.sending:
+		q.held, q.response = answered, response
+	default:
+		q.response = response
+		m.finish(q, answered)
+		reopen = append(reopen, q.to)
+		m.observeRTT(q.to, m.now-q.sentAt)
+	}
+	m.reopen(reopen)
+	return err
+}
+
+// observeRTT folds a sample into the peer's smoothed RTT: 1/8 weight, and 0
+// means "no sample yet".
+func (m *model) observeRTT(p *mPeer, sample time.Duration) {
+	if p.rtt == 0 {
+		p.rtt = sample
+	} else if p.rtt += (sample - p.rtt) >> 3; p.rtt <= 0 {
+		p.rtt = 1
+	}
+}
+
+// --- time ---
+
+func (m *model) arm(after time.Duration, q *mReq, note *mPeer) *mDeadline {
+	m.armed++
+	d := &mDeadline{at: m.now + after, order: m.armed, req: q, note: note}
+	m.deadlines = append(m.deadlines, d)
+	return d
+}
+
+func (m *model) disarm(q *mReq) {
+	m.deadlines = slices.DeleteFunc(m.deadlines, func(d *mDeadline) bool { return d == q.deadline })
+	q.deadline = nil
+}
+
+// expire fires every deadline at or before now, in (deadline, arming) order,
+// and returns the channels to reopen.
+func (m *model) expire() (reopen []*mPeer) {
+	slices.SortFunc(m.deadlines, func(a, b *mDeadline) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.order, b.order)) })
+	due := 0
+	for due < len(m.deadlines) && m.deadlines[due].at <= m.now {
+		due++
+	}
+	fired := slices.Clone(m.deadlines[:due])
+	m.deadlines = slices.Delete(m.deadlines, 0, due)
+	for _, d := range fired {
+		switch q := d.req; {
+		case q == nil:
+			reopen = append(reopen, d.note)
+		case q.sending:
+			m.hold(q, timedOut)
+			q.deadline = nil
+		default:
+			m.finish(q, timedOut)
+			reopen = append(reopen, q.to)
+		}
+	}
+	return reopen
+}
+
+// advance moves time on by d, firing deadlines at their own instants.
+func (m *model) advance(d time.Duration) {
+	end := m.now + d
+	for !m.stopped {
+		next := time.Duration(-1)
+		for _, dl := range m.deadlines {
+			if next < 0 || dl.at < next {
+				next = dl.at
+			}
+		}
+		if next < 0 || next > end {
+			break
+		}
+		m.now = next
+		m.reopen(m.expire())
+	}
+	m.now = end
+}
+
+// --- stop and state ---
+
+func (m *model) Stop() {
+	if !m.stopped {
+		m.stopped = true
+		if m.offer.live {
+			if k := slices.Index(m.queue, m.offer.sender); k >= 0 {
+				m.discard = m.offer.sender
+				m.queue = slices.Delete(m.queue, k, k+1)
+			}
+		}
+		for _, s := range m.queue {
+			m.pending = append(m.pending, s.s.OnDiscard)
+		}
+		m.queue = nil
+		for _, s := range m.slots { // in slot order
+			switch q := s.req; {
+			case q == nil || q.ended != none:
+			case q.sending:
+				m.hold(q, shutDown)
+			default:
+				m.finish(q, shutDown)
+				if !q.to.gone {
+					q.to.closed--
+					m.openings++
+				}
+			}
+		}
+		for _, d := range m.deadlines {
+			if d.note != nil && !d.note.gone {
+				d.note.closed--
+				m.openings++
+			}
+			if d.req != nil {
+				d.req.deadline = nil
+			}
+		}
+		m.deadlines = nil
+	}
+	m.run()
+}
+
+// stranded reports whether, with no callback running, a sender waits that
+// could be offered an open channel: the one thing the drainer must never
+// leave behind.
+func (m *model) stranded() bool {
+	return !m.stopped && m.open() > 0 &&
+		slices.ContainsFunc(m.queue, func(s *mSender) bool { return !s.declined || s.at < m.openings })
+}
+
+func (m *model) Stats() Stats {
+	st := m.st
+	st.Peers, st.SendersWaiting, st.RequestsInFlight, st.Stopped = len(m.peers), len(m.queue), m.inFlight, m.stopped
+	for _, p := range m.peers {
+		st.ChannelsOpen += p.channels - p.closed
+		st.ChannelsClosed += p.closed
+	}
+	return st
+}
+
+func (m *model) PeerUsage(dst []peer.Usage) []peer.Usage {
+	for _, p := range m.peers {
+		dst = append(dst, peer.Usage{ID: p.id, Channels: p.channels, Open: p.channels - p.closed, Closed: p.closed, RTT: p.rtt})
+	}
+	return dst
+}
