@@ -52,3 +52,10 @@ func (h *recordingHandler) count(msg string) int {
 	}
 	return n
 }
+
+// all returns a copy of the records.
+func (h *recordingHandler) all() []loggedRecord {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]loggedRecord(nil), h.records...)
+}

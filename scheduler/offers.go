@@ -139,8 +139,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.sendErrors++
 		s.requestsMu.Unlock()
 		s.offersMu.Unlock()
+		err = s.sendFailed(ch.Peer, err)
 		s.wantOffers()
-		return 0, fmt.Errorf("peersched: send to %q: %w", ch.Peer, err)
+		return 0, err
 	}
 
 	s.requestsMu.Lock()
@@ -187,8 +188,9 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		s.book.Unclaim(generation, i)
 		s.sendErrors++
 		s.offersMu.Unlock()
+		err = s.sendFailed(ch.Peer, err)
 		s.wantOffers()
-		return fmt.Errorf("peersched: send to %q: %w", ch.Peer, err)
+		return err
 	}
 
 	// The channel stays closed until the peer has had time to digest the
@@ -209,6 +211,14 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	}
 	s.offersMu.Unlock()
 	return nil
+}
+
+// sendFailed reports, as a warning, a send the host refused (or panicked
+// on), and returns the error the sender gets.
+func (s *Scheduler) sendFailed(to peer.ID, err error) error {
+	err = fmt.Errorf("peersched: send to %q: %w", to, err)
+	s.log.Warn("peersched: host send failed", "peer", string(to), "error", err.Error())
+	return err
 }
 
 // hostSend calls the host's send, turning a panic into an error so that a

@@ -27,6 +27,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -314,6 +315,7 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	if err != nil {
 		s.countDroppedLocked(err)
 		s.requestsMu.Unlock()
+		s.logDropped(from, id, err)
 		s.reopen(reopen)
 		return err
 	}
@@ -363,6 +365,20 @@ func (s *Scheduler) countEndLocked(f *receiver.Finished) {
 		s.counts.disconnected++
 	case f.Reason == receiver.Shutdown:
 		s.counts.shutdown++
+	}
+}
+
+// logDropped reports a response that Deliver dropped. An unknown ID or the
+// wrong peer points at a misbehaving host or peer and is a warning; late and
+// duplicate responses happen in healthy networks and are debug records. The
+// level is checked first so that a silent logger costs nothing.
+func (s *Scheduler) logDropped(from peer.ID, id receiver.RequestID, err error) {
+	level := slog.LevelDebug
+	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrWrongPeer) {
+		level = slog.LevelWarn
+	}
+	if ctx := context.Background(); s.log.Enabled(ctx, level) {
+		s.log.Log(ctx, level, "peersched: dropped a response", "from", string(from), "request", uint64(id), "reason", err.Error())
 	}
 }
 
