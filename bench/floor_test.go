@@ -11,9 +11,14 @@ import (
 
 // floor is the least work a request's life needs: an ID from a slab, a
 // deadline in the same deadline structure the scheduler uses, a check that
-// the response comes from the peer asked, and one call of the receiver, all
-// under one mutex. It has no offers, no sender queue, no per-peer channel
-// accounting, and no callback queue.
+// the response comes from the peer asked and before its deadline, and one
+// call of the receiver, all under one mutex. It has no offers, no sender
+// queue, no per-peer channel accounting, and no callback queue.
+//
+// Like the scheduler it reads the clock twice per request: once to set the
+// deadline, and once when the response comes, to fail whatever is due
+// before accepting it (promise 8: a response is accepted only before its
+// deadline, whether or not a timer has fired yet).
 type floor struct {
 	peers   []*hostPeer
 	out     *fifo
@@ -68,9 +73,18 @@ func (f *floor) send(p *hostPeer) error {
 	return p.Send(id, message)
 }
 
-// deliver hands the response to request id from peer index from.
+// deliver hands the response to request id from peer index from, after
+// failing every request whose deadline has passed.
 func (f *floor) deliver(from int32, id uint64, resp any) error {
+	now := time.Since(f.epoch)
 	f.mu.Lock()
+	for {
+		due, ok := f.deadlines.PopDue(now)
+		if !ok {
+			break
+		}
+		f.expireLocked(due)
+	}
 	slot := int64(uint32(id)) - 1
 	if slot < 0 || slot >= int64(len(f.slots)) {
 		f.mu.Unlock()
@@ -88,6 +102,18 @@ func (f *floor) deliver(from int32, id uint64, resp any) error {
 	f.mu.Unlock()
 	r.OnResponse(receiver.RequestID(id), f.peers[from].id, resp)
 	return nil
+}
+
+// expireLocked fails request id, whose deadline has fired. The caller holds
+// mu; the receiver is called with it held, which only the floor may do: it
+// has no callbacks that could call back into it.
+func (f *floor) expireLocked(id uint64) {
+	slot := int32(uint32(id)) - 1
+	s := &f.slots[slot]
+	r := s.receiver
+	s.receiver, s.deadline = nil, 0
+	f.free = append(f.free, slot)
+	r.OnFailure(receiver.RequestID(id), f.peers[s.peer].id, receiver.Timeout)
 }
 
 func (f *floor) fill(n int) error {
