@@ -1,0 +1,95 @@
+package fetch
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/peersched/peersched/ledger"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultBatch         = 64
+	DefaultTimeout       = 2 * time.Second
+	DefaultStallTimeout  = 20 * time.Second
+	DefaultProgressEvery = time.Second
+	DefaultSetSize       = 2
+
+	// MaxBatch is the largest Batch accepted: the item limit that package
+	// wire's decoders apply by default, so a request always fits what a
+	// peer accepts.
+	MaxBatch = 4096
+)
+
+// ErrBadConfig is returned for a Config that cannot describe a fetch.
+var ErrBadConfig = errors.New("fetch: bad config")
+
+// Config describes one fetch. Only Root is required.
+type Config struct {
+	// Root names the ledger to fetch. Required (the zero Hash names no node).
+	Root ledger.Hash
+	// Expected is how many nodes the ledger has, if the caller knows; it
+	// only feeds Progress. 0 means unknown.
+	Expected int
+
+	// Batch is how many hashes one request asks for. 0 means DefaultBatch.
+	Batch int
+	// Timeout is how long a request may wait for its response. 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
+	// StallTimeout ends the fetch with an *IncompleteError when no object
+	// has verified for this long. 0 means DefaultStallTimeout.
+	StallTimeout time.Duration
+
+	// Clock measures everything; nil means the real clock. Give the
+	// scheduler and the network the same one.
+	Clock clock.Clock
+	// Progress, if set, is called every ProgressEvery while the fetch runs
+	// and once more at its end (with Done set), from the goroutine that
+	// called Run. It must not call back into the fetch.
+	Progress func(Progress)
+	// ProgressEvery is how often Progress is called and the stall is
+	// checked. 0 means DefaultProgressEvery.
+	ProgressEvery time.Duration
+
+	// Priority is the scheduler priority of the fetch's sender (Run only).
+	Priority int
+	// SetSize is how many peers the Peerset strategy starts with. 0 means
+	// DefaultSetSize.
+	SetSize int
+}
+
+// withDefaults returns c with its zero fields filled in, or an error wrapping
+// ErrBadConfig.
+func (c Config) withDefaults() (Config, error) {
+	if c.Root == (ledger.Hash{}) {
+		return c, fmt.Errorf("%w: no root hash", ErrBadConfig)
+	}
+	if c.Batch < 0 || c.Batch > MaxBatch || c.Timeout < 0 || c.StallTimeout < 0 ||
+		c.ProgressEvery < 0 || c.Expected < 0 || c.SetSize < 0 {
+		return c, fmt.Errorf("%w: batch %d (max %d), timeout %v, stall %v, progress %v, expected %d, set %d",
+			ErrBadConfig, c.Batch, MaxBatch, c.Timeout, c.StallTimeout, c.ProgressEvery, c.Expected, c.SetSize)
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.StallTimeout == 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = DefaultProgressEvery
+	}
+	if c.SetSize == 0 {
+		c.SetSize = DefaultSetSize
+	}
+	if c.Clock == nil {
+		c.Clock = clock.New()
+	}
+	return c, nil
+}

@@ -1,0 +1,24 @@
+// Package fetch downloads a whole ledger (package ledger) from its root hash,
+// asking connected peers for batches of node hashes and checking every node
+// it receives against its hash before trusting it.
+//
+// Two strategies share the same bookkeeping (the frontier of hashes still to
+// fetch, the checks, the counters and the Report):
+//
+//   - Run fetches through a scheduler.Scheduler. One bulk sender takes every
+//     channel an offer allows, puts a batch of hashes (a ledger.GetObjects) on
+//     each, and schedules a continuation while work remains. Failed requests
+//     (timeout, disconnect, a response of the wrong type) and missing or bad
+//     objects are asked again, preferring a peer other than the one that
+//     failed them.
+//   - Peerset is the pattern the scheduler replaces, kept for comparison: a
+//     fixed set of two peers, widened by one only after a request times out,
+//     with its own request IDs and its own timer per request, sending straight
+//     to peer.Peer.Send.
+//
+// Both finish when every node reachable from the root has arrived and
+// verified, or fail with an *IncompleteError that says how much is missing
+// and why. Neither imports a transport: the host wires its connections (a
+// simnet.Network, a tcpnet.Client) to a Host, which is the Scheduler for Run
+// and the Peerset itself for the other strategy.
+package fetch

@@ -1,0 +1,199 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/scheduler"
+	"github.com/peersched/peersched/simnet"
+)
+
+// simLedger is shared by the simulated fetches: it is immutable.
+var simLedger = mustGenerate(7, 3000)
+
+func mustGenerate(seed uint64, objects int) *ledger.Ledger {
+	l, err := ledger.Generate(seed, objects)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// sim describes one fetch over a simulated network.
+type sim struct {
+	strategy string // "scheduler" or "peerset"
+	ledger   *ledger.Ledger
+	peers    []simnet.Profile // one peer per profile, named p00, p01, ...
+	channels int
+	seed     uint64
+	cfg      Config // Root, Expected and Clock are filled in
+	// connectLate, if set, connects the peers only after the fetch started.
+	connectLate bool
+	// at, if set, runs once the mock clock has passed atTime, with the
+	// scheduler (nil for the peerset) and the fetch's cancel function.
+	at     func(sched *scheduler.Scheduler, cancel context.CancelFunc)
+	atTime time.Duration
+}
+
+// outcome is what a simulated fetch returned, and the network's view.
+type outcome struct {
+	rep   Report
+	err   error
+	peers map[peer.ID]simnet.Stats
+	// virtual is how long the fetch took on the mock clock.
+	virtual time.Duration
+}
+
+// step is how far the mock clock moves between checks: fine enough that
+// every latency in the tables falls between steps in its own order.
+const step = time.Millisecond
+
+// runSim runs s inside a new synctest bubble, on a mock clock created in it,
+// and returns what happened.
+func runSim(t *testing.T, s sim) outcome {
+	t.Helper()
+	var out outcome
+	synctest.Test(t, func(t *testing.T) {
+		out = runInBubble(t, s)
+	})
+	return out
+}
+
+func runInBubble(t *testing.T, s sim) outcome {
+	t.Helper()
+	clk := clock.NewMock()
+	start := clk.Now()
+	if s.ledger == nil {
+		s.ledger = simLedger
+	}
+	if s.channels == 0 {
+		s.channels = 2
+	}
+	cfg := s.cfg
+	cfg.Root, cfg.Expected, cfg.Clock = s.ledger.Root(), s.ledger.Len(), clk
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var host Host
+	var run func() (Report, error)
+	var sched *scheduler.Scheduler
+	switch s.strategy {
+	case "scheduler":
+		var err error
+		sched, err = scheduler.New(scheduler.Config{Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		host = sched
+		run = func() (Report, error) { return Run(ctx, sched, cfg) }
+	case "peerset":
+		ps, err := NewPeerset(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host = ps
+		run = func() (Report, error) { return ps.Run(ctx) }
+	default:
+		t.Fatalf("unknown strategy %q", s.strategy)
+	}
+	net, err := simnet.New(simnet.Config{
+		Ledger:       s.ledger,
+		Clock:        clk,
+		Seed:         s.seed,
+		Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
+		OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
+		OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, s.channels) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var peers []*simnet.Peer
+	for i, prof := range s.peers {
+		p, err := net.AddPeer(peer.ID(fmt.Sprintf("p%02d", i)), prof)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers = append(peers, p)
+	}
+	connect := func() {
+		for _, p := range peers {
+			if err := host.Connect(p, s.channels); err != nil {
+				t.Errorf("connect %s: %v", p.ID(), err)
+			}
+		}
+	}
+	if !s.connectLate {
+		connect()
+	}
+
+	type result struct {
+		rep Report
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rep, err := run()
+		done <- result{rep, err}
+	}()
+	if s.connectLate {
+		synctest.Wait()
+		clk.Add(10 * step)
+		connect()
+	}
+	var r result
+	for {
+		synctest.Wait()
+		select {
+		case r = <-done:
+		default:
+			if s.at != nil && clk.Now().Sub(start) >= s.atTime {
+				s.at(sched, cancel)
+				s.at = nil
+			}
+			clk.Add(step)
+			continue
+		}
+		break
+	}
+	out := outcome{rep: r.rep, err: r.err, virtual: clk.Now().Sub(start), peers: map[peer.ID]simnet.Stats{}}
+	for _, p := range peers {
+		out.peers[p.ID()] = p.Stats()
+	}
+	net.Close()
+	if sched != nil {
+		sched.Stop()
+	}
+	return out
+}
+
+// mustComplete fails t unless o is a complete fetch of l.
+func mustComplete(t *testing.T, o outcome, l *ledger.Ledger) {
+	t.Helper()
+	if l == nil {
+		l = simLedger
+	}
+	if o.err != nil {
+		t.Fatalf("fetch failed after %v: %v\nreport: %+v", o.virtual, o.err, o.rep)
+	}
+	if !o.rep.Complete || o.rep.Objects != l.Len() || o.rep.Known != l.Len() {
+		t.Fatalf("report says complete=%v with %d objects of %d known, ledger has %d", o.rep.Complete, o.rep.Objects, o.rep.Known, l.Len())
+	}
+	if o.rep.Bytes != l.Size() {
+		t.Fatalf("fetched %d bytes, ledger has %d", o.rep.Bytes, l.Size())
+	}
+	objects := 0
+	for _, p := range o.rep.Peers {
+		objects += p.Objects
+	}
+	if objects != o.rep.Objects {
+		t.Fatalf("peers delivered %d objects in all, report says %d", objects, o.rep.Objects)
+	}
+}

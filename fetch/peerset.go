@@ -1,0 +1,300 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// ErrPeersetStopped is returned by a Peerset's Deliver once its Run has
+// returned.
+var ErrPeersetStopped = errors.New("fetch: peerset fetch has ended")
+
+// Peerset fetches a ledger the way a component did before the scheduler
+// (the seed's "motivation"): it keeps its own fixed set of peers, starting
+// with Config.SetSize of them and adding one more only when a request times
+// out (or when every peer of the set has gone, which it notices when it
+// tries to send); it numbers its own requests and arms its own timer for
+// each; and it is not told when a peer disconnects, so a request to a peer
+// that has gone fails only when its timer fires. It keeps at most as many
+// requests in flight to a peer as the channels the peer connected with, so
+// that the comparison with Run is at the same per-peer load.
+//
+// A Peerset is a Host: wire a transport's connections and responses to it
+// instead of to a scheduler. It is safe for concurrent use. Create one with
+// NewPeerset; the zero value is not usable. It fetches once: after Run
+// returns, Deliver fails with ErrPeersetStopped and nothing more is sent.
+type Peerset struct {
+	*state
+
+	// The following fields are guarded by mu.
+	running bool
+	conns   map[peer.ID]*psConn // connected peers: the overlay's table, not the set
+	order   []peer.ID           // every peer ever connected, in order of first connection
+	seen    map[peer.ID]bool    // the peers in order
+	set     []peer.ID           // the fetch's own peers
+	inSet   map[peer.ID]bool
+	lastID  uint64
+	pending map[uint64]*psRequest
+	ended   map[uint64]bool // request IDs that ended: true if answered, false if timed out
+	dropped Dropped
+}
+
+type psConn struct {
+	p        peer.Peer
+	channels int
+}
+
+type psRequest struct {
+	to     peer.ID
+	hashes []ledger.Hash
+	sentAt time.Time
+	timer  *clock.Timer
+}
+
+// NewPeerset returns a Peerset that will fetch the ledger cfg names when Run
+// is called. It fails with an error wrapping ErrBadConfig.
+func NewPeerset(cfg Config) (*Peerset, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Peerset{
+		state:   newState(cfg),
+		conns:   make(map[peer.ID]*psConn),
+		inSet:   make(map[peer.ID]bool),
+		seen:    make(map[peer.ID]bool),
+		pending: make(map[uint64]*psRequest),
+		ended:   make(map[uint64]bool),
+	}, nil
+}
+
+// Connect makes p available; if the set is not full yet it joins the set.
+// It fails, changing nothing, with peer.ErrNilPeer, peer.ErrBadChannels or
+// peer.ErrAlreadyConnected.
+func (ps *Peerset) Connect(p peer.Peer, channels int) error {
+	if p == nil {
+		return peer.ErrNilPeer
+	}
+	if channels < 1 {
+		return peer.ErrBadChannels
+	}
+	id := p.ID()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if _, ok := ps.conns[id]; ok {
+		return fmt.Errorf("connect %q: %w", id, peer.ErrAlreadyConnected)
+	}
+	ps.conns[id] = &psConn{p: p, channels: channels}
+	if !ps.seen[id] {
+		ps.seen[id] = true
+		ps.order = append(ps.order, id)
+	}
+	if len(ps.set) < ps.cfg.SetSize {
+		ps.addLocked(id)
+	}
+	ps.pumpLocked()
+	return nil
+}
+
+// Disconnect forgets the connection of the peer named id. Its requests in
+// flight are not failed: as before the scheduler, the fetch learns of the
+// loss only when their timers fire. It fails with peer.ErrUnknownPeer.
+func (ps *Peerset) Disconnect(id peer.ID) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if _, ok := ps.conns[id]; !ok {
+		return fmt.Errorf("disconnect %q: %w", id, peer.ErrUnknownPeer)
+	}
+	delete(ps.conns, id)
+	return nil
+}
+
+// Deliver hands the Peerset a response that the peer named from sent under
+// request id. It is accepted only for a pending request sent to from;
+// otherwise it is counted and dropped, and Deliver returns why, with the
+// scheduler's errors: receiver.ErrUnknownRequest, ErrWrongPeer,
+// ErrDuplicateResponse or ErrLateResponse; or ErrPeersetStopped.
+func (ps *Peerset) Deliver(from peer.ID, id receiver.RequestID, response any) error {
+	ps.mu.Lock()
+	if ps.finished {
+		ps.mu.Unlock()
+		return ErrPeersetStopped
+	}
+	r, ok := ps.pending[uint64(id)]
+	if !ok {
+		answered, ended := ps.ended[uint64(id)]
+		var err error
+		switch {
+		case ended && answered:
+			ps.dropped.Duplicate++
+			err = receiver.ErrDuplicateResponse
+		case ended:
+			ps.dropped.Late++
+			err = receiver.ErrLateResponse
+		default:
+			ps.dropped.Unknown++
+			err = receiver.ErrUnknownRequest
+		}
+		ps.mu.Unlock()
+		return err
+	}
+	if r.to != from {
+		ps.dropped.WrongPeer++
+		ps.mu.Unlock()
+		return receiver.ErrWrongPeer
+	}
+	// Claim the request, so its timer finds nothing to do, then hash
+	// without the lock.
+	delete(ps.pending, uint64(id))
+	ps.ended[uint64(id)] = true
+	r.timer.Stop()
+	ps.mu.Unlock()
+
+	now := ps.cfg.Clock.Now()
+	results, valid := examine(r.hashes, response, make([]itemResult, 0, len(r.hashes)))
+
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.finished {
+		return nil
+	}
+	ps.answeredLocked(r.hashes, from, results, valid, now.Sub(r.sentAt), now)
+	ps.pumpLocked()
+	return nil
+}
+
+// Run fetches the ledger from the peers connected now and later, and returns
+// as Run (the scheduler strategy) does: a Report, and nil or an
+// *IncompleteError. It may be called once.
+func (ps *Peerset) Run(ctx context.Context) (Report, error) {
+	start := ps.cfg.Clock.Now()
+	ps.mu.Lock()
+	if ps.running || ps.finished {
+		ps.mu.Unlock()
+		return Report{}, errors.New("fetch: Peerset.Run called twice")
+	}
+	ps.running = true
+	ps.beginLocked(start)
+	ps.pumpLocked()
+	ps.mu.Unlock()
+
+	cause := ps.watch(ctx, start, ps.peers)
+
+	ps.mu.Lock()
+	ps.finished = true
+	for _, r := range ps.pending {
+		r.timer.Stop()
+	}
+	dropped := ps.dropped
+	n := len(ps.conns)
+	ps.mu.Unlock()
+	return ps.end("peerset", start, cause, n, dropped)
+}
+
+func (ps *Peerset) peers() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.conns)
+}
+
+func (ps *Peerset) addLocked(id peer.ID) {
+	if !ps.inSet[id] {
+		ps.inSet[id] = true
+		ps.set = append(ps.set, id)
+	}
+}
+
+// anyLiveLocked reports whether a peer of the set is connected.
+func (ps *Peerset) anyLiveLocked() bool {
+	for _, id := range ps.set {
+		if _, up := ps.conns[id]; up {
+			return true
+		}
+	}
+	return false
+}
+
+// widenLocked adds to the set the first connected peer, in order of first
+// connection, that is not in it yet. It reports whether it found one.
+func (ps *Peerset) widenLocked() bool {
+	for _, id := range ps.order {
+		if _, up := ps.conns[id]; up && !ps.inSet[id] {
+			ps.addLocked(id)
+			return true
+		}
+	}
+	return false
+}
+
+// pumpLocked sends batches to the peers of the set while they have room and
+// work is waiting. A retry avoids the peer that failed it as long as another
+// peer of the set has requests in flight (and so will come back for more).
+func (ps *Peerset) pumpLocked() {
+	if !ps.running || ps.finished {
+		return
+	}
+	if ps.front.waitingCount() > 0 && !ps.anyLiveLocked() {
+		ps.widenLocked()
+	}
+	for pass := 0; pass < 2; pass++ {
+		anyPeer := pass == 1
+		if anyPeer && ps.tally.inFlight > 0 {
+			return
+		}
+		for _, id := range ps.set {
+			c, up := ps.conns[id]
+			if !up {
+				continue // gone: skipped, as a dead weak pointer would be
+			}
+			for ps.front.waitingCount() > 0 && ps.tally.peer(id).inFlight < c.channels {
+				if !ps.sendLocked(c, id, anyPeer) {
+					break
+				}
+			}
+		}
+	}
+}
+
+// sendLocked sends one batch to the peer id over c, arming its timer, and
+// reports whether it did.
+func (ps *Peerset) sendLocked(c *psConn, id peer.ID, anyPeer bool) bool {
+	hashes := ps.front.take(make([]ledger.Hash, 0, ps.cfg.Batch), ps.cfg.Batch, id, anyPeer)
+	if len(hashes) == 0 {
+		return false
+	}
+	ps.lastID++
+	rid := ps.lastID
+	if err := c.p.Send(rid, ledger.GetObjects{Hashes: hashes}); err != nil {
+		ps.sendFailedLocked(hashes, id)
+		return false
+	}
+	r := &psRequest{to: id, hashes: hashes, sentAt: ps.cfg.Clock.Now()}
+	r.timer = ps.cfg.Clock.AfterFunc(ps.cfg.Timeout, func() { ps.expire(rid) })
+	ps.pending[rid] = r
+	ps.tally.sent(id)
+	return true
+}
+
+// expire runs on a request's timer: the request failed, its hashes go back,
+// and the set grows by one peer.
+func (ps *Peerset) expire(id uint64) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	r, ok := ps.pending[id]
+	if !ok || ps.finished {
+		return
+	}
+	delete(ps.pending, id)
+	ps.ended[id] = false
+	ps.failedLocked(r.hashes, r.to, failTimeout)
+	ps.widenLocked()
+	ps.pumpLocked()
+}

@@ -1,0 +1,135 @@
+package fetch
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// Report is what a fetch did. Run and Peerset.Run return one whether or not
+// the fetch completed. Its JSON form uses the names in the struct tags;
+// durations are in seconds.
+type Report struct {
+	Strategy string `json:"strategy"` // "scheduler" or "peerset"
+	Root     string `json:"root"`     // the root hash, in hex
+	Complete bool   `json:"complete"` // every discovered node arrived and verified
+
+	Objects  int      `json:"objects"`            // nodes that arrived and verified
+	Known    int      `json:"known"`              // nodes discovered (Objects of them verified)
+	Expected int      `json:"expected,omitempty"` // Config.Expected
+	Bytes    int64    `json:"bytes"`              // their serialized size
+	Wall     Duration `json:"wall_seconds"`       // from Run's start to its end
+	Rate     float64  `json:"objects_per_second"` // Objects / Wall
+
+	Requests     int `json:"requests"`      // requests the host accepted
+	Answered     int `json:"answered"`      // requests answered (with anything)
+	Timeouts     int `json:"timeouts"`      // requests that got no response in time
+	Disconnects  int `json:"disconnects"`   // requests failed by their peer's disconnection
+	BadResponses int `json:"bad_responses"` // requests answered with the wrong message type
+	SendErrors   int `json:"send_errors"`   // sends the host refused
+	Retries      int `json:"retries"`       // objects asked again, for any of the reasons below
+	Missing      int `json:"missing"`       // objects a peer answered as missing or left out
+	Corrupt      int `json:"corrupt"`       // objects whose bytes did not match their hash
+
+	Dropped Dropped `json:"dropped"` // responses thrown away before reaching the fetch
+
+	MeanRTT Duration     `json:"mean_rtt_seconds"` // mean response time of answered requests
+	Peers   []PeerReport `json:"peers"`            // by peer ID
+}
+
+// Dropped counts responses that no request accepted. For Run they come from
+// the scheduler's Stats (the difference over the fetch); the Peerset counts
+// its own.
+type Dropped struct {
+	Duplicate int `json:"duplicate"`  // a second response to an answered request
+	Late      int `json:"late"`       // after the request had failed (timed out, disconnected)
+	WrongPeer int `json:"wrong_peer"` // under the ID of a request sent to another peer
+	Unknown   int `json:"unknown"`    // under an ID never issued (or long forgotten)
+	Spoofed   int `json:"spoofed"`    // WrongPeer + Unknown
+}
+
+// PeerReport is one peer's row in a Report.
+type PeerReport struct {
+	ID         string   `json:"id"`
+	Requests   int      `json:"requests"`    // requests sent to it
+	Answered   int      `json:"answered"`    // of which answered
+	Failures   int      `json:"failures"`    // timed out, disconnected or wrong type
+	BadObjects int      `json:"bad_objects"` // missing or corrupt objects in its answers
+	Objects    int      `json:"objects"`     // verified objects it delivered
+	Share      float64  `json:"share"`       // Objects / Report.Objects
+	P50        Duration `json:"p50_seconds"` // median response time
+	P99        Duration `json:"p99_seconds"` // 99th percentile response time
+}
+
+// Duration is a time.Duration that encodes to JSON as seconds.
+type Duration time.Duration
+
+// MarshalJSON encodes d as a number of seconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).Seconds())
+}
+
+// UnmarshalJSON decodes a number of seconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s float64
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*d = Duration(s * float64(time.Second))
+	return nil
+}
+
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// reportLocked builds a Report from the fetch's state. wall is the fetch's
+// duration; dropped is filled in by the strategy.
+func (s *state) reportLocked(strategy string, wall time.Duration, dropped Dropped) Report {
+	t := s.tally
+	r := Report{
+		Strategy:     strategy,
+		Root:         s.cfg.Root.Hex(),
+		Complete:     s.front.complete(),
+		Objects:      s.front.verified,
+		Known:        s.front.known(),
+		Expected:     s.cfg.Expected,
+		Bytes:        t.bytes,
+		Wall:         Duration(wall),
+		Requests:     t.requests,
+		Answered:     t.answered,
+		Timeouts:     t.timeouts,
+		Disconnects:  t.disconnects,
+		BadResponses: t.badResponses,
+		SendErrors:   t.sendErrors,
+		Retries:      t.retries,
+		Missing:      t.missing,
+		Corrupt:      t.corrupt,
+		Dropped:      dropped,
+	}
+	r.Dropped.Spoofed = r.Dropped.WrongPeer + r.Dropped.Unknown
+	if wall > 0 {
+		r.Rate = float64(r.Objects) / wall.Seconds()
+	}
+	var all []time.Duration
+	for id, p := range t.peers {
+		sorted := sortedCopy(p.rtts)
+		all = append(all, p.rtts...)
+		pr := PeerReport{
+			ID:         string(id),
+			Requests:   p.requests,
+			Answered:   p.answered,
+			Failures:   p.failures,
+			BadObjects: p.badObjects,
+			Objects:    p.objects,
+			P50:        Duration(percentile(sorted, 50)),
+			P99:        Duration(percentile(sorted, 99)),
+		}
+		if r.Objects > 0 {
+			pr.Share = float64(p.objects) / float64(r.Objects)
+		}
+		r.Peers = append(r.Peers, pr)
+	}
+	slices.SortFunc(r.Peers, func(a, b PeerReport) int { return cmp.Compare(a.ID, b.ID) })
+	r.MeanRTT = Duration(meanOf(all))
+	return r
+}

@@ -1,0 +1,320 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/scheduler"
+)
+
+// Run fetches the ledger named by cfg.Root through s and returns when every
+// node has arrived and verified (with a nil error), or when the fetch cannot
+// finish: the scheduler stopped, the ledger is broken, ctx ended, or no
+// object verified for cfg.StallTimeout. The error is then an
+// *IncompleteError. The Report describes the fetch either way.
+//
+// The caller owns s and its peers: it connects them before or during the
+// fetch and wires their responses to s.Deliver. Other components may share s;
+// the fetch's sender waits in its queue at cfg.Priority. Give s the clock in
+// cfg.Clock.
+//
+// When Run returns, its sender and the receivers of its requests still in
+// flight have been withdrawn, and none of its callbacks changes anything any
+// more; those requests' channels reopen when their responses or deadlines
+// come. Run fails at once with an error wrapping ErrBadConfig, or
+// scheduler.ErrStopped if s is stopped.
+func Run(ctx context.Context, s *scheduler.Scheduler, cfg Config) (Report, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return Report{}, err
+	}
+	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request)}
+	before := s.Stats()
+	if before.Stopped {
+		return Report{}, scheduler.ErrStopped
+	}
+	start := cfg.Clock.Now()
+	b.mu.Lock()
+	b.beginLocked(start)
+	b.mu.Unlock()
+	b.scheduleFromOutside()
+
+	cause := b.watch(ctx, start, b.peers)
+
+	b.mu.Lock()
+	b.finished = true
+	queued, ticket := b.queued, b.ticket
+	ids := make([]receiver.RequestID, 0, len(b.inFlight))
+	for id := range b.inFlight {
+		ids = append(ids, id)
+	}
+	b.mu.Unlock()
+	if queued && ticket != 0 {
+		s.WithdrawSender(ticket)
+	}
+	for _, id := range ids {
+		s.WithdrawReceiver(id)
+	}
+	after := s.Stats()
+	dropped := Dropped{
+		Duplicate: int(after.Duplicate - before.Duplicate),
+		Late:      int(after.Late - before.Late),
+		WrongPeer: int(after.WrongPeer - before.WrongPeer),
+		Unknown:   int(after.Unknown - before.Unknown),
+	}
+	return b.end("scheduler", start, cause, after.Peers, dropped)
+}
+
+// bulk is the fetch's sender: the seed's bulk pattern, one sender that
+// sends on every channel an offer lets it close and schedules a continuation
+// of itself while work remains. It is also the owner of every request's
+// receiver.
+//
+// A sender that sends nothing stays in the queue and is offered again only
+// after some channel opens. So when work appears while the sender waits
+// having declined (a disconnect fails requests, and no channel opens), the
+// sender is withdrawn and scheduled again, which makes the scheduler offer
+// it the channels that are open now.
+type bulk struct {
+	*state
+	sched *scheduler.Scheduler
+
+	// The following fields are guarded by mu.
+	queued   bool         // the sender is in the scheduler's queue
+	declined bool         // ...and declined its last offer
+	ticket   offer.Ticket // its ticket; 0 while Run's first Schedule has not returned
+	gen      uint64       // bumped whenever the queued sender changes
+	poke     bool         // a wake-up came while the ticket was unknown
+	inFlight map[receiver.RequestID]*request
+	offered  []peer.ID // scratch for OnOffer: the peer of each channel
+	order    []int     // scratch for OnOffer: channel indices in the order tried
+}
+
+// request is one GetObjects in flight, and its receiver.
+type request struct {
+	b      *bulk
+	id     receiver.RequestID
+	hashes []ledger.Hash
+	sentAt time.Time
+}
+
+// peers counts the scheduler's connected peers.
+func (b *bulk) peers() int { return b.sched.Stats().Peers }
+
+// scheduleFromOutside schedules the sender from Run, which is not a
+// callback. The offer may come, and other callbacks run, before Schedule
+// returns, so the lock is not held across it, and the ticket is kept only if
+// no offer has replaced the sender in the meantime. A wake-up that needed
+// the ticket meanwhile is carried out here.
+func (b *bulk) scheduleFromOutside() {
+	for {
+		b.mu.Lock()
+		b.queued, b.declined, b.ticket = true, false, 0
+		b.gen++
+		gen := b.gen
+		b.mu.Unlock()
+
+		t, err := b.sched.Schedule(b, b.cfg.Priority)
+
+		b.mu.Lock()
+		if err != nil {
+			if b.gen == gen {
+				b.queued = false
+			}
+			b.failLocked(fmt.Errorf("cannot schedule the fetch: %w", err))
+			b.mu.Unlock()
+			return
+		}
+		if b.gen != gen {
+			b.mu.Unlock()
+			return // an offer took the sender out and (maybe) scheduled its continuation
+		}
+		b.ticket = t
+		poke := b.poke && b.queued && b.declined && !b.finished
+		b.poke = false
+		b.mu.Unlock()
+		if !poke || !b.sched.WithdrawSender(t) {
+			return
+		}
+	}
+}
+
+// scheduleLocked schedules the sender from inside a callback, where
+// Schedule only queues the offer for later, so the lock may be held.
+func (b *bulk) scheduleLocked() {
+	b.gen++
+	t, err := b.sched.Schedule(b, b.cfg.Priority)
+	if err != nil {
+		b.queued = false
+		b.failLocked(fmt.Errorf("cannot schedule the fetch: %w", err))
+		return
+	}
+	b.queued, b.declined, b.ticket = true, false, t
+}
+
+// wakeLocked makes sure an offer will come if work is waiting. Called from
+// receiver callbacks after they put work in the frontier.
+func (b *bulk) wakeLocked() {
+	if b.finished || b.front.waitingCount() == 0 {
+		return
+	}
+	switch {
+	case !b.queued:
+		b.scheduleLocked()
+	case !b.declined:
+		// Not offered yet: the next open channel is for it.
+	case b.ticket == 0:
+		b.poke = true // Run's first Schedule has not returned: it will do this
+	case b.sched.WithdrawSender(b.ticket):
+		b.queued = false
+		b.scheduleLocked()
+	}
+}
+
+// OnOffer fills every channel of the offer it may with a batch of hashes:
+// the scheduler's order, best channel first, except that peers with a
+// recent failure come after those without. (The scheduler ranks a peer that
+// has never answered as if it were the fastest, so a silent peer would
+// otherwise get every request at the top of the tree, where there are only
+// a few.) A retry avoids the peers that failed it unless no other peer has a
+// request of the fetch in flight, so none may offer a channel soon. A
+// suspect peer (see suspectStreak) gets a probe of one hash at a time.
+// Implements offer.Sender.
+func (b *bulk) OnOffer(o offer.Offer) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.finished {
+		b.declined = true
+		return
+	}
+	offered, order := b.offered[:0], b.order[:0]
+	for i := range o.Len() {
+		ch, ok := o.Channel(i)
+		if !ok {
+			break
+		}
+		offered = append(offered, ch.Peer)
+	}
+	for pass := range 2 {
+		for i, p := range offered {
+			if (b.tally.peer(p).streak == 0) == (pass == 0) {
+				order = append(order, i)
+			}
+		}
+	}
+	b.offered, b.order = offered, order
+
+	sent := 0
+	for pass := range 2 {
+		anyPeer := pass == 1
+		if anyPeer && (sent > 0 || b.othersBusyLocked(offered)) {
+			break
+		}
+		for _, i := range order {
+			if o.Remaining() == 0 || b.front.waitingCount() == 0 {
+				break
+			}
+			if !b.tally.peer(offered[i]).suspect() && b.sendLocked(o, i, offered[i], anyPeer) {
+				sent++
+			}
+		}
+	}
+	if sent == 0 {
+		b.declined = true
+		return
+	}
+	// By sending, this sender has left the queue.
+	b.queued, b.ticket = false, 0
+	b.gen++
+	if b.front.waitingCount() > 0 {
+		b.scheduleLocked()
+	}
+}
+
+// OnDiscard is called if the scheduler stops while the sender waits.
+// Implements offer.Sender.
+func (b *bulk) OnDiscard() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.queued = false
+	b.gen++
+	b.failLocked(scheduler.ErrStopped)
+}
+
+// othersBusyLocked reports whether a peer not among offered has a request
+// of the fetch in flight, and so will open a channel when it ends.
+func (b *bulk) othersBusyLocked(offered []peer.ID) bool {
+	for id, pt := range b.tally.peers {
+		if pt.inFlight > 0 && !slices.Contains(offered, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// sendLocked sends a batch on the i-th channel of o, which leads to to, and
+// reports whether it did.
+func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
+	size := b.cfg.Batch
+	if b.tally.peer(to).streak >= suspectStreak {
+		size = 1 // a probe: little is held up if it fails too
+	}
+	hashes := b.front.take(make([]ledger.Hash, 0, size), size, to, anyPeer)
+	if len(hashes) == 0 {
+		return false
+	}
+	r := &request{b: b, hashes: hashes, sentAt: b.cfg.Clock.Now()}
+	id, err := o.Request(i, ledger.GetObjects{Hashes: hashes}, r, b.cfg.Timeout)
+	if err != nil {
+		b.sendFailedLocked(hashes, to)
+		return false
+	}
+	r.id = id
+	b.inFlight[id] = r
+	b.tally.sent(to)
+	return true
+}
+
+// OnResponse checks the response and applies it. The hashing happens before
+// the lock is taken. Implements receiver.Receiver.
+func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
+	b := r.b
+	now := b.cfg.Clock.Now()
+	results, ok := examine(r.hashes, response, make([]itemResult, 0, len(r.hashes)))
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.finished {
+		return
+	}
+	delete(b.inFlight, r.id)
+	b.answeredLocked(r.hashes, from, results, ok, now.Sub(r.sentAt), now)
+	b.wakeLocked()
+}
+
+// OnFailure puts the request's hashes back. Implements receiver.Receiver.
+func (r *request) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.Reason) {
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.finished {
+		return
+	}
+	delete(b.inFlight, r.id)
+	switch reason {
+	case receiver.Timeout:
+		b.failedLocked(r.hashes, from, failTimeout)
+	case receiver.Disconnected:
+		b.failedLocked(r.hashes, from, failDisconnected)
+	default: // Shutdown: the scheduler stopped under the fetch
+		b.tally.ended(from)
+		b.failLocked(fmt.Errorf("%w while requests were in flight", scheduler.ErrStopped))
+		return
+	}
+	b.wakeLocked()
+}

@@ -1,0 +1,112 @@
+package fetch
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/scheduler"
+)
+
+// TestSchedulerClassifiesDroppedResponses reproduces a scheduler bug found
+// while building the fetch; it is skipped unless PEERSCHED_BUGS=1 because
+// the scheduler belongs to another team and the tree must stay green.
+//
+// DESIGN.md promise 8 counts duplicates and late responses as such. The
+// request table forgets a finished request as soon as its slot is reused,
+// and frees slots last in, first out, so the very next request takes the
+// slot: a duplicate or late response that arrives after one more send is
+// reported as ErrUnknownRequest and counted in Stats.Unknown. In a busy fetch
+// almost every duplicate and late response is miscounted this way (see the
+// Unknown counts of the scheduler rows in TestFetchUnderEachFault).
+func TestSchedulerClassifiesDroppedResponses(t *testing.T) {
+	if os.Getenv("PEERSCHED_BUGS") != "1" {
+		t.Skip("reproduces a known scheduler bug; run with PEERSCHED_BUGS=1")
+	}
+	for _, c := range []struct {
+		name string
+		end  func(s *scheduler.Scheduler, clk *clock.Mock, p *recorder, id uint64)
+		want error
+	}{
+		{"duplicate", func(s *scheduler.Scheduler, _ *clock.Mock, p *recorder, id uint64) {
+			if err := s.Deliver(p.ID(), receiver.RequestID(id), "answer"); err != nil {
+				t.Fatal(err)
+			}
+		}, scheduler.ErrDuplicateResponse},
+		{"late", func(_ *scheduler.Scheduler, clk *clock.Mock, _ *recorder, _ uint64) {
+			clk.Add(2 * time.Second)
+		}, scheduler.ErrLateResponse},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := clock.NewMock()
+			s, err := scheduler.New(scheduler.Config{Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Stop()
+			p := &recorder{id: "a"}
+			if err := s.Connect(p, 1); err != nil {
+				t.Fatal(err)
+			}
+			first := p.sendOne(t, s)
+			c.end(s, clk, p, first)
+			// Before the slot is reused the response is classified right.
+			if err := s.Deliver(p.ID(), receiver.RequestID(first), "answer again"); !errors.Is(err, c.want) {
+				t.Fatalf("before reuse: %v, want %v", err, c.want)
+			}
+			p.sendOne(t, s)
+			err = s.Deliver(p.ID(), receiver.RequestID(first), "answer again")
+			if !errors.Is(err, c.want) {
+				t.Errorf("response to request %d after its end and one more send: %v, want %v", first, err, c.want)
+			}
+		})
+	}
+}
+
+// recorder is a peer that remembers the ID of each request sent to it.
+type recorder struct {
+	id  peer.ID
+	mu  sync.Mutex
+	ids []uint64
+}
+
+func (r *recorder) ID() peer.ID { return r.id }
+
+func (r *recorder) Send(id uint64, _ any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids = append(r.ids, id)
+	return nil
+}
+
+// sendOne sends one request to r through s and returns its ID.
+func (r *recorder) sendOne(t *testing.T, s *scheduler.Scheduler) uint64 {
+	t.Helper()
+	var sendErr error
+	if _, err := s.Schedule(senderFunc(func(o offer.Offer) {
+		_, sendErr = o.Request(0, "get", receiver.Funcs{}, time.Second)
+	}), 0); err != nil {
+		t.Fatal(err)
+	}
+	if sendErr != nil {
+		t.Fatal(sendErr)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ids) == 0 {
+		t.Fatal("nothing sent")
+	}
+	return r.ids[len(r.ids)-1]
+}
+
+type senderFunc func(offer.Offer)
+
+func (f senderFunc) OnOffer(o offer.Offer) { f(o) }
+func (f senderFunc) OnDiscard()            {}

@@ -1,0 +1,151 @@
+package fetch
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
+)
+
+// state is the bookkeeping both strategies share: the frontier, the tally,
+// and how the fetch ends. Each strategy embeds one and takes mu around every
+// use; the methods whose names end in Locked expect it held.
+type state struct {
+	cfg Config // fixed at creation
+
+	mu sync.Mutex
+	// The following fields are guarded by mu.
+	front        *frontier
+	tally        *tally
+	lastVerified time.Time // when an object last verified (or the fetch began)
+	atLast       tally     // counters when an object last verified, for the diagnosis
+	fatal        error     // why the fetch cannot finish, if it cannot
+	finished     bool      // Run is returning: callbacks must change nothing
+	doneClosed   bool
+	done         chan struct{} // closed when complete or fatal
+}
+
+// failKind says why a request ended without a usable answer.
+type failKind uint8
+
+const (
+	failTimeout failKind = iota + 1
+	failDisconnected
+	failWrongType
+)
+
+func newState(cfg Config) *state {
+	return &state{cfg: cfg, front: newFrontier(), tally: newTally(), done: make(chan struct{})}
+}
+
+// beginLocked starts the fetch at now with the root as its only known hash.
+func (s *state) beginLocked(now time.Time) {
+	s.front.discover(s.cfg.Root)
+	s.lastVerified = now
+}
+
+// answeredLocked applies the response to a request for asked, sent to from
+// and answered after rtt; results and ok are examine's verdict on it.
+func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []itemResult, ok bool, rtt time.Duration, now time.Time) {
+	t := s.tally
+	p := t.ended(from)
+	if !ok {
+		t.badResponses++
+		p.failures++
+		p.streak++
+		s.retryLocked(asked, from)
+		return
+	}
+	t.answered++
+	p.answered++
+	p.rtts = append(p.rtts, rtt)
+	progressed := false
+	for i := range results {
+		r := &results[i]
+		switch r.kind {
+		case itemOK:
+			if !s.front.verify(r.hash) {
+				continue
+			}
+			t.bytes += int64(r.size)
+			p.objects++
+			for _, c := range r.children {
+				s.front.discover(c)
+			}
+			progressed = true
+		case itemAbsent, itemMissing:
+			t.missing++
+			p.badObjects++
+			s.retryLocked(asked[i:i+1], from)
+		case itemCorrupt:
+			t.corrupt++
+			p.badObjects++
+			s.retryLocked(asked[i:i+1], from)
+		case itemUndecodable:
+			s.failLocked(fmt.Errorf("node %s verifies against its hash but does not decode: the ledger is broken", r.hash.Hex()))
+		}
+	}
+	if progressed {
+		s.lastVerified = now
+		s.atLast = *t
+		p.streak = 0
+	} else if len(asked) > 0 {
+		p.streak++
+	}
+	s.checkDoneLocked()
+}
+
+// failedLocked applies the failure of a request for asked, sent to from.
+func (s *state) failedLocked(asked []ledger.Hash, from peer.ID, why failKind) {
+	t := s.tally
+	p := t.ended(from)
+	p.failures++
+	switch why {
+	case failTimeout:
+		t.timeouts++
+		p.streak++
+	case failDisconnected:
+		t.disconnects++
+	case failWrongType:
+		t.badResponses++
+		p.streak++
+	}
+	s.retryLocked(asked, from)
+}
+
+// sendFailedLocked puts back hashes whose send to the peer to the host
+// refused. Nothing was sent, so nothing is counted but the error.
+func (s *state) sendFailedLocked(hashes []ledger.Hash, to peer.ID) {
+	s.tally.sendErrors++
+	s.front.putBack(hashes, to)
+}
+
+// retryLocked puts hashes back to be asked again, away from the peer that
+// failed them.
+func (s *state) retryLocked(hashes []ledger.Hash, from peer.ID) {
+	s.tally.retries += len(hashes)
+	s.front.putBack(hashes, from)
+}
+
+// failLocked records that the fetch cannot finish, unless it already has.
+func (s *state) failLocked(err error) {
+	if s.fatal == nil && !s.front.complete() {
+		s.fatal = err
+	}
+	s.closeDoneLocked()
+}
+
+func (s *state) checkDoneLocked() {
+	if s.front.complete() {
+		s.closeDoneLocked()
+	}
+}
+
+func (s *state) closeDoneLocked() {
+	if !s.doneClosed {
+		s.doneClosed = true
+		close(s.done)
+	}
+}
