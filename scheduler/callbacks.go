@@ -90,26 +90,33 @@ func (q *callbackQueue) pop() (callback, bool) {
 func (q *callbackQueue) len() int { return len(q.items) - q.head }
 
 // wantOffers notes that an offer may now be possible and runs the drainer.
+// Every send and response comes through here, so it takes callbacksMu once
+// for both steps.
 func (s *Scheduler) wantOffers() {
 	s.callbacksMu.Lock()
 	s.dispatchWanted = true
+	s.runLocked()
 	s.callbacksMu.Unlock()
-	s.run()
 }
 
 // run drains queued callbacks and offers unless another goroutine is
 // already doing so, in which case that goroutine will see the new work.
 func (s *Scheduler) run() {
 	s.callbacksMu.Lock()
+	s.runLocked()
+	s.callbacksMu.Unlock()
+}
+
+// runLocked is run for a caller that holds callbacksMu, which it holds again
+// on return.
+func (s *Scheduler) runLocked() {
 	if s.draining {
-		s.callbacksMu.Unlock()
 		return
 	}
 	s.draining = true
 	s.drain()
 	s.draining = false
 	s.idle.Broadcast()
-	s.callbacksMu.Unlock()
 }
 
 // drain is the drainer's loop; it is entered and left with callbacksMu held.
@@ -128,8 +135,7 @@ func (s *Scheduler) drain() {
 		if s.dispatchWanted {
 			s.dispatchWanted = false
 			s.callbacksMu.Unlock()
-			for s.offerNext() {
-			}
+			s.makeOffers()
 			s.callbacksMu.Lock()
 			continue
 		}

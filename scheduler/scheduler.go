@@ -270,7 +270,7 @@ func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
 	live, inOffer := s.book.Live()
 	inOffer = inOffer && live == t
 	if inOffer && s.book.Sent() > 0 {
-		return false // offerNext takes it out of the queue when the offer closes
+		return false // closeOfferLocked takes it out of the queue when the offer closes
 	}
 	if _, ok := s.queue.Remove(t); !ok {
 		return false

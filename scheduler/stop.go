@@ -45,7 +45,7 @@ func (s *Scheduler) stopLocked() {
 	}
 
 	// A sender in the middle of its offer cannot be discarded yet: if it
-	// sends before the offer closes, that is its exit. offerNext decides.
+	// sends before the offer closes, that is its exit. closeOfferLocked decides.
 	if t, live := s.book.Live(); live {
 		if snd, ok := s.queue.Remove(t); ok {
 			s.discardOnClose = snd
