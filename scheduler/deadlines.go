@@ -50,28 +50,29 @@ func (s *Scheduler) onTimer() {
 		return
 	}
 	defer s.leaveTimer()
-	var reopenBuf [16]peer.Ref
+	s.offersMu.Lock()
 	s.requestsMu.Lock()
 	s.timerArmed = false
 	now := s.now()
-	reopen := s.expireDueLocked(now, reopenBuf[:0])
+	reopened := s.expireDueLocked(now)
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
-	s.reopen(reopen)
+	s.offersMu.Unlock()
+	s.afterReopening(reopened)
 }
 
 // expireDueLocked ends every message whose deadline is at or before now:
 // requests fail with Timeout (their callbacks are queued) and notifications
-// are done being digested. It appends the channels to reopen. Caller holds
-// requestsMu.
-func (s *Scheduler) expireDueLocked(now time.Duration, reopen []peer.Ref) []peer.Ref {
+// are done being digested. Their channels reopen; it reports whether any
+// did. Caller holds offersMu and requestsMu.
+func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 	for {
 		v, ok := s.deadlines.PopDue(now)
 		if !ok {
-			return reopen
+			return reopened
 		}
 		if v&notificationBit != 0 {
-			reopen = append(reopen, unpackNotification(v))
+			reopened = s.pool.Reopen(unpackNotification(v)) || reopened
 			continue
 		}
 		f, ended := s.table.Expire(receiver.RequestID(v))
@@ -82,6 +83,6 @@ func (s *Scheduler) expireDueLocked(now time.Duration, reopen []peer.Ref) []peer
 		s.callbacksMu.Lock()
 		s.pending.pushFinished(&f)
 		s.callbacksMu.Unlock()
-		reopen = append(reopen, f.Peer)
+		reopened = s.pool.Reopen(f.Peer) || reopened
 	}
 }

@@ -299,42 +299,53 @@ func (s *Scheduler) WithdrawReceiver(id receiver.RequestID) bool {
 // counted, and Deliver returns why: ErrUnknownRequest, ErrWrongPeer,
 // ErrDuplicateResponse, ErrLateResponse, or ErrStopped.
 func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) error {
-	var reopenBuf [8]peer.Ref
-	reopen := reopenBuf[:0]
-
+	// Both locks at once: the request ends (requests) and its channel
+	// reopens (offers) in one step. This is the hottest path there is, and
+	// taking each lock once is cheaper than handing the channel over in a
+	// second round trip.
+	s.offersMu.Lock()
 	s.requestsMu.Lock()
 	if s.stopped {
 		s.requestsMu.Unlock()
+		s.offersMu.Unlock()
 		return ErrStopped
 	}
 	now := s.now()
 	// Deadlines that have passed are enforced first, so a response that
 	// comes after its deadline is late even if the timer has not fired yet.
-	reopen = s.expireDueLocked(now, reopen)
+	reopened := s.expireDueLocked(now)
 	f, ended, err := s.table.Respond(id, from, response)
 	if err != nil {
 		s.countDroppedLocked(err)
 		s.requestsMu.Unlock()
+		s.offersMu.Unlock()
 		s.logDropped(from, id, err)
-		s.reopen(reopen)
+		s.afterReopening(reopened)
 		return err
 	}
 	if ended {
 		s.deadlines.Remove(timeouts.Handle(f.Deadline))
 		s.countEndLocked(&f)
+		s.pool.ObserveRTT(f.Peer, now-f.SentAt)
+		reopened = s.pool.Reopen(f.Peer) || reopened
 		s.callbacksMu.Lock()
 		s.pending.pushFinished(&f)
 		s.callbacksMu.Unlock()
-		reopen = append(reopen, f.Peer)
 	}
 	s.requestsMu.Unlock()
-	if ended {
-		s.offersMu.Lock()
-		s.pool.ObserveRTT(f.Peer, now-f.SentAt)
-		s.offersMu.Unlock()
-	}
-	s.reopen(reopen)
+	s.offersMu.Unlock()
+	s.afterReopening(reopened)
 	return nil
+}
+
+// afterReopening runs the callbacks and, if a channel reopened, the offers
+// that follow a step.
+func (s *Scheduler) afterReopening(reopened bool) {
+	if reopened {
+		s.wantOffers()
+		return
+	}
+	s.run()
 }
 
 // reopen reopens one channel for each ref (skipping peers that have gone)
