@@ -144,3 +144,9 @@ func (p *Profile) validate() error {
 }
 
 func isProbability(x float64) bool { return x >= 0 && x <= 1 }
+
+// Validate returns an error wrapping ErrBadProfile if p describes no possible
+// behaviour, naming the first problem; AddPeer makes the same check. Other
+// transports that borrow Profile's vocabulary (package tcpnet) use it to
+// check theirs.
+func (p Profile) Validate() error { return p.validate() }

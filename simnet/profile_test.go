@@ -50,3 +50,12 @@ func nanValue() float64 {
 	zero := 0.0
 	return zero / zero
 }
+
+func TestProfileValidateExported(t *testing.T) {
+	if err := (Profile{Loss: 2}).Validate(); !errors.Is(err, ErrBadProfile) {
+		t.Fatalf("Validate of a loss of 2: %v", err)
+	}
+	if err := (Profile{Latency: Uniform(1, 2), Faults: FaultRates{Corrupt: 0.5}}).Validate(); err != nil {
+		t.Fatalf("Validate of a good profile: %v", err)
+	}
+}
