@@ -1,0 +1,139 @@
+package tcpnet
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/simnet"
+)
+
+// Behaviour is how a Server answers requests. It borrows the vocabulary of
+// package simnet so that one description of a peer works over simulated and
+// real networks alike. The zero Behaviour answers every request honestly and
+// at once.
+type Behaviour struct {
+	// Latency delays each answer, measured from when the request is read.
+	Latency simnet.Latency
+	// Loss is the probability that a request is never answered.
+	Loss float64
+	// Missing is the probability that each object is answered as missing.
+	Missing float64
+	// Faults gives each fault's probability per request, as in
+	// simnet.Profile, with one difference: WrongID answers under the ID
+	// next below the request's (the neighbouring slot of the scheduler's
+	// request table), which over TCP most likely names another peer's
+	// request, so it shows up as a spoofed response.
+	Faults simnet.FaultRates
+	// LateBy is how much later a Late answer comes; 0 means DefaultLateBy.
+	LateBy time.Duration
+
+	// DropAfter, if positive, makes the server drop every connection and
+	// stop listening once it has read that many requests: the peer that
+	// goes away midway. It listens again on the same address after DownFor
+	// (0 means never, until Restart).
+	DropAfter int
+	DownFor   time.Duration
+}
+
+// DefaultLateBy is the delay a Late answer gets when Behaviour.LateBy is 0:
+// longer than any timeout the fetch uses by default.
+const DefaultLateBy = 5 * time.Second
+
+// validate checks b as simnet checks a Profile.
+func (b *Behaviour) validate() error {
+	return simnet.Profile{Latency: b.Latency, Loss: b.Loss, Missing: b.Missing, Faults: b.Faults, LateBy: b.LateBy}.Validate()
+}
+
+// reply is one answer a server will write: msg under id, after delay.
+type reply struct {
+	delay time.Duration
+	id    uint64
+	msg   any
+}
+
+// plan decides how to answer request id asking for req from l, and appends
+// the replies to dst (none for a lost or ignored request). It draws from r in
+// a fixed order (loss, fault, latency, missing objects, then whatever the
+// fault needs), so a seed and a sequence of requests replay.
+func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, id uint64, req ledger.GetObjects) []reply {
+	if r.Float64() < b.Loss {
+		return dst
+	}
+	fault, faulty := pickFault(&b.Faults, r.Float64())
+	delay := b.Latency.Sample(r)
+	resp := l.Answer(req)
+	if b.Missing > 0 {
+		for i := range resp.Items {
+			if r.Float64() < b.Missing {
+				resp.Items[i] = ledger.Object{Hash: resp.Items[i].Hash, Missing: true}
+			}
+		}
+	}
+	if !faulty {
+		return append(dst, reply{delay, id, resp})
+	}
+	switch fault {
+	case simnet.Ignore:
+		return dst
+	case simnet.WrongID:
+		return append(dst, reply{delay, neighbour(id), resp})
+	case simnet.UnknownID:
+		return append(dst, reply{delay, 1<<63 | r.Uint64(), resp})
+	case simnet.WrongType:
+		return append(dst, reply{delay, id, req})
+	case simnet.Late:
+		late := b.LateBy
+		if late == 0 {
+			late = DefaultLateBy
+		}
+		return append(dst, reply{delay + late, id, resp})
+	case simnet.Duplicate:
+		return append(dst, reply{delay, id, resp}, reply{delay + b.Latency.Sample(r), id, resp})
+	case simnet.Corrupt:
+		return append(dst, reply{delay, id, corrupt(resp, r)})
+	}
+	return append(dst, reply{delay, id, resp})
+}
+
+// pickFault maps a uniform draw u in [0, 1) to the fault it selects, or
+// false: faults own consecutive slices of [0, 1) in Fault order, as in simnet.
+func pickFault(rates *simnet.FaultRates, u float64) (simnet.Fault, bool) {
+	for f, rate := range rates {
+		if u < rate {
+			return simnet.Fault(f), true
+		}
+		u -= rate
+	}
+	return 0, false
+}
+
+// neighbour returns the ID next below id, or next above if id is the lowest
+// of its generation (the scheduler's IDs keep a slot number, counted from 1,
+// in their low 32 bits).
+func neighbour(id uint64) uint64 {
+	if uint32(id) > 1 {
+		return id - 1
+	}
+	return id + 1
+}
+
+// corrupt returns resp with one present object's bytes altered in a copy (the
+// ledger's bytes are shared and must not change); resp itself if none is
+// present.
+func corrupt(resp ledger.Objects, r *rand.Rand) ledger.Objects {
+	var present []int
+	for i, it := range resp.Items {
+		if !it.Missing && len(it.Data) > 0 {
+			present = append(present, i)
+		}
+	}
+	if len(present) == 0 {
+		return resp
+	}
+	i := present[r.IntN(len(present))]
+	data := append([]byte(nil), resp.Items[i].Data...)
+	data[r.IntN(len(data))] ^= 0xff
+	resp.Items[i].Data = data
+	return resp
+}

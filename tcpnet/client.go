@@ -1,0 +1,144 @@
+package tcpnet
+
+import (
+	"context"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/peersched/peersched/peer"
+)
+
+// Defaults for the zero fields of ClientConfig.
+const (
+	DefaultChannels    = 4
+	DefaultDialTimeout = 2 * time.Second
+	DefaultRedialMin   = 50 * time.Millisecond
+	DefaultRedialMax   = time.Second
+)
+
+// ClientConfig configures a Client. The zero value uses the defaults.
+type ClientConfig struct {
+	// Channels is what each peer is connected to the Host with. 0 means
+	// DefaultChannels.
+	Channels int
+	// Conn tunes each connection.
+	Conn ConnConfig
+	// DialTimeout bounds one dial. 0 means DefaultDialTimeout.
+	DialTimeout time.Duration
+	// RedialMin and RedialMax bound the wait before dialling again after a
+	// failed dial or a lost connection; the wait doubles after each failed
+	// dial. 0 means DefaultRedialMin and DefaultRedialMax.
+	RedialMin, RedialMax time.Duration
+}
+
+// Client keeps one connection up to each peer it is given, connecting each
+// new Conn to its Host and dialling again, with back-off, whenever a
+// connection is lost or a dial fails, until Close. It is safe for concurrent
+// use. Create one with NewClient.
+type Client struct {
+	host   Host
+	cfg    ClientConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu sync.Mutex
+	// The following fields are guarded by mu.
+	dials int // successful dials, over all peers
+}
+
+// NewClient returns a Client that connects peers to host.
+func NewClient(host Host, cfg ClientConfig) *Client {
+	if cfg.Channels <= 0 {
+		cfg.Channels = DefaultChannels
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = DefaultDialTimeout
+	}
+	if cfg.RedialMin <= 0 {
+		cfg.RedialMin = DefaultRedialMin
+	}
+	if cfg.RedialMax <= 0 {
+		cfg.RedialMax = DefaultRedialMax
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{host: host, cfg: cfg, ctx: ctx, cancel: cancel}
+}
+
+// Add keeps a connection to addr up as the peer named id, from now until
+// Close. It returns at once; the first dial happens in the background.
+func (c *Client) Add(id peer.ID, addr string) {
+	c.wg.Add(1)
+	go c.keep(id, addr)
+}
+
+// Dials returns how many connections the Client has established so far: a
+// peer that was lost and came back counts twice.
+func (c *Client) Dials() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dials
+}
+
+// Close closes every connection, each telling the Host, stops dialling, and
+// waits until the Client's goroutines have all returned. It is idempotent.
+// It must not be called from the Host's callbacks.
+func (c *Client) Close() {
+	c.cancel()
+	c.wg.Wait()
+}
+
+// keep is one peer's supervisor: dial, connect, wait for the end, repeat.
+func (c *Client) keep(id peer.ID, addr string) {
+	defer c.wg.Done()
+	wait := c.cfg.RedialMin
+	for c.ctx.Err() == nil {
+		d := net.Dialer{Timeout: c.cfg.DialTimeout}
+		nc, err := d.DialContext(c.ctx, "tcp", addr)
+		if err != nil {
+			if !c.sleep(wait) {
+				return
+			}
+			wait = min(2*wait, c.cfg.RedialMax)
+			continue
+		}
+		conn := NewConn(nc, id, c.host, c.cfg.Conn)
+		if err := c.host.Connect(conn, c.cfg.Channels); err != nil {
+			// The Host refused it (stopped, or the old connection of this
+			// peer is not gone yet): try again later.
+			_ = conn.Close()
+			if !c.sleep(wait) {
+				return
+			}
+			continue
+		}
+		c.mu.Lock()
+		c.dials++
+		c.mu.Unlock()
+		conn.Start()
+		wait = c.cfg.RedialMin
+		select {
+		case <-conn.Done():
+		case <-c.ctx.Done():
+			_ = conn.Close()
+			return
+		}
+		if !c.sleep(wait) {
+			return
+		}
+	}
+}
+
+// sleep waits d, or less if the Client is closed; it reports whether the
+// Client is still open.
+func (c *Client) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}

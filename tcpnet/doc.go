@@ -1,0 +1,20 @@
+// Package tcpnet carries the fetch protocol over TCP, with the frames of
+// package wire.
+//
+// The host's side is a Conn: a peer.Peer over one net.Conn. Its Send encodes
+// the message and queues it for a writer goroutine, so it never blocks on the
+// network (a full queue is an error, not a wait); a reader goroutine hands
+// every response to the Host's Deliver. A frame that is malformed, oversized
+// or of an unknown type, like any read or write error, closes the connection
+// and disconnects the peer from the Host. A Client keeps one Conn per peer
+// address up, dialling again after a connection is lost.
+//
+// The other side is a Server, which serves a ledger to every connection it
+// accepts. Its Behaviour can make it slow, lossy, faulty (the faults of
+// package simnet, over real sockets) or drop all its connections midway and
+// come back, for demonstrations and tests.
+//
+// Everything here runs on real time, since it talks to real sockets; close
+// what you start (Conn.Close, Client.Close, Server.Close) and no goroutine is
+// left behind.
+package tcpnet
