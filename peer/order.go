@@ -100,18 +100,19 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 	if max == 0 {
 		return dst
 	}
+	if max == 1 {
+		// The best channel is the first of the peer at the root: nothing
+		// to rank. Under saturation every offer lists one channel, the one
+		// that just reopened, so this is the common case.
+		return append(dst, pl.choice(pl.order[0]))
+	}
 	cands := pl.picks[:0]
 	cands = pl.pushCandidate(cands, pickCandidate{slot: pl.order[0]})
 	for picked := 0; picked < max && len(cands) > 0; picked++ {
 		var c pickCandidate
 		c, cands = pl.popCandidate(cands)
 		r := &pl.records[c.slot]
-		dst = append(dst, Choice{
-			Ref:    Ref{slot: c.slot, incarnation: r.incarnation},
-			ID:     r.id,
-			Closed: int(r.closed),
-			RTT:    r.rtt,
-		})
+		dst = append(dst, pl.choice(c.slot))
 		if c.picked == 0 {
 			at := int(r.orderIndex)
 			for _, child := range [2]int{2*at + 1, 2*at + 2} {
@@ -126,6 +127,17 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 	}
 	pl.picks = cands[:0]
 	return dst
+}
+
+// choice describes the open channel of the peer in slot.
+func (pl *Pool) choice(slot int32) Choice {
+	r := &pl.records[slot]
+	return Choice{
+		Ref:    Ref{slot: slot, incarnation: r.incarnation},
+		ID:     r.id,
+		Closed: int(r.closed),
+		RTT:    r.rtt,
+	}
 }
 
 func (pl *Pool) candidateBefore(a, b pickCandidate) bool {
