@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -19,9 +20,10 @@ var ErrPeersetStopped = errors.New("fetch: peerset fetch has ended")
 
 // Peerset fetches a ledger the way a component did before the scheduler
 // (the seed's "motivation"): it keeps its own fixed set of peers, starting
-// with Config.SetSize of them and adding one more only when a request times
-// out (or when every peer of the set has gone, which it notices when it
-// tries to send); it numbers its own requests and arms its own timer for
+// with Config.SetSize of them (the connected peers with the lowest IDs when
+// Run starts, or the first to connect after) and adding one more, the
+// lowest ID not in the set, only when a request times out (or when every
+// peer of the set has gone, which it notices when it tries to send); it numbers its own requests and arms its own timer for
 // each; and it is not told when a peer disconnects, so a request to a peer
 // that has gone fails only when its timer fires. It keeps at most as many
 // requests in flight to a peer as the channels the peer connected with, so
@@ -37,7 +39,7 @@ type Peerset struct {
 	// The following fields are guarded by mu.
 	running bool
 	conns   map[peer.ID]*psConn // connected peers: the overlay's table, not the set
-	order   []peer.ID           // every peer ever connected, in order of first connection
+	order   []peer.ID           // every peer ever connected, by ID
 	seen    map[peer.ID]bool    // the peers in order
 	set     []peer.ID           // the fetch's own peers
 	inSet   map[peer.ID]bool
@@ -95,9 +97,10 @@ func (ps *Peerset) Connect(p peer.Peer, channels int) error {
 	ps.conns[id] = &psConn{p: p, channels: channels}
 	if !ps.seen[id] {
 		ps.seen[id] = true
-		ps.order = append(ps.order, id)
+		i, _ := slices.BinarySearch(ps.order, id)
+		ps.order = slices.Insert(ps.order, i, id)
 	}
-	if len(ps.set) < ps.cfg.SetSize {
+	if ps.running && len(ps.set) < ps.cfg.SetSize {
 		ps.addLocked(id)
 	}
 	ps.pumpLocked()
@@ -183,6 +186,8 @@ func (ps *Peerset) Run(ctx context.Context) (Report, error) {
 	}
 	ps.running = true
 	ps.beginLocked(start)
+	for len(ps.set) < ps.cfg.SetSize && ps.widenLocked() { // the lowest IDs first
+	}
 	ps.pumpLocked()
 	ps.mu.Unlock()
 
@@ -222,8 +227,8 @@ func (ps *Peerset) anyLiveLocked() bool {
 	return false
 }
 
-// widenLocked adds to the set the first connected peer, in order of first
-// connection, that is not in it yet. It reports whether it found one.
+// widenLocked adds to the set the connected peer with the lowest ID that is
+// not in it yet. It reports whether it found one.
 func (ps *Peerset) widenLocked() bool {
 	for _, id := range ps.order {
 		if _, up := ps.conns[id]; up && !ps.inSet[id] {

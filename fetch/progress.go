@@ -52,7 +52,7 @@ func (s *state) watch(ctx context.Context, start time.Time, peers func() int) er
 			s.cfg.Progress(p)
 		}
 		if stalled >= s.cfg.StallTimeout {
-			return fmt.Errorf("%w for %v", ErrStalled, stalled)
+			return fmt.Errorf("%w for %v", ErrStalled, stalled.Round(time.Millisecond))
 		}
 	}
 }

@@ -137,3 +137,18 @@ func corrupt(resp ledger.Objects, r *rand.Rand) ledger.Objects {
 	resp.Items[i].Data = data
 	return resp
 }
+
+// Misbehaviour returns fault rates adding up to rate, spread over the ways a
+// peer can lie about its answers: spoofed and unknown request IDs,
+// duplicates, corrupt objects and the wrong message type. Such a peer still
+// answers honestly most of the time, so it keeps looking worth asking.
+func Misbehaviour(rate float64) simnet.FaultRates {
+	share := func(n float64) float64 { return rate * n / 30 }
+	return simnet.FaultRates{
+		simnet.WrongID:   share(8),
+		simnet.UnknownID: share(4),
+		simnet.Duplicate: share(8),
+		simnet.Corrupt:   share(8),
+		simnet.WrongType: share(2),
+	}
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/simnet"
+	"github.com/peersched/peersched/tcpnet"
+)
+
+// role is what a demo peer is there to show.
+type role string
+
+const (
+	honest    role = "honest"
+	slow      role = "slow"      // ten times the latency of the others
+	dropper   role = "drops"     // drops its connection midway and comes back
+	misbehave role = "misbehave" // spoofed IDs, duplicates, corrupt objects, wrong types
+)
+
+// demoPeer is one in-process peer: its name, role and behaviour, described
+// once and turned into a tcpnet.Behaviour or a simnet.Profile.
+type demoPeer struct {
+	id      peer.ID
+	role    role
+	latency simnet.Latency
+	loss    float64
+	faults  simnet.FaultRates
+	// dropAfter is, for the dropper, how many requests it serves before it
+	// drops (over TCP); dropAt is when it drops (simulated).
+	dropAfter int
+	dropAt    time.Duration
+}
+
+// downFor is how long the dropper stays away.
+const downFor = 500 * time.Millisecond
+
+// misbehaviourRate is how often a misbehaving peer lies (see
+// tcpnet.Misbehaviour): often, but mostly it answers honestly, so that it
+// still looks worth asking.
+const misbehaviourRate = 0.3
+
+// demoPeers describes the in-process peers: the last -misbehave peers
+// misbehave, the one before them is slow, the one before that drops its
+// connection midway; p00 stays honest unless every peer must misbehave.
+// nodes is the ledger's node count, to place "midway".
+func demoPeers(o options, nodes int) []demoPeer {
+	rng := rand.New(rand.NewPCG(o.seed, 0x64656d6f)) // "demo"
+	ranks := rng.Perm(o.peers)
+	peers := make([]demoPeer, o.peers)
+	for i := range peers {
+		peers[i] = demoPeer{id: peer.ID(fmt.Sprintf("p%02d", i)), role: honest, loss: o.loss}
+	}
+	next := o.peers - 1
+	for range o.misbehave {
+		peers[next].role = misbehave
+		peers[next].faults = tcpnet.Misbehaviour(misbehaviourRate)
+		next--
+	}
+	if next > 0 {
+		peers[next].role = slow
+		next--
+	}
+	if next > 0 {
+		peers[next].role = dropper
+		// Midway: half of an even share of the requests.
+		peers[next].dropAfter = max(nodes/o.batch/o.peers/2, 1)
+		peers[next].dropAt = time.Second
+	}
+	for i := range peers {
+		scale := 1.0
+		if peers[i].role == slow {
+			scale = 10
+		}
+		peers[i].latency = o.latency.forPeer(ranks[i], o.peers, scale)
+	}
+	return peers
+}
+
+// behaviour is p over TCP. With chaos the cmd kills peers itself, so the
+// dropper does not drop on its own.
+func (p demoPeer) behaviour(chaos bool) tcpnet.Behaviour {
+	b := tcpnet.Behaviour{Latency: p.latency, Loss: p.loss, Faults: p.faults}
+	if p.role == dropper && !chaos {
+		b.DropAfter, b.DownFor = p.dropAfter, downFor
+	}
+	return b
+}
+
+// profile is p simulated. With chaos every peer goes down at random.
+func (p demoPeer) profile(chaos bool) simnet.Profile {
+	prof := simnet.Profile{Latency: p.latency, Loss: p.loss, Faults: p.faults}
+	switch {
+	case chaos:
+		prof.RandomOutages = &simnet.RandomOutages{MeanUp: chaosMeanUp, MeanDown: chaosMeanDown}
+	case p.role == dropper:
+		prof.Outages = []simnet.Outage{{At: p.dropAt, For: downFor}}
+	}
+	return prof
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/simnet"
+	"github.com/peersched/peersched/tcpnet"
+)
+
+// Chaos: each peer goes down after a mean of chaosMeanUp and stays down for a
+// mean of chaosMeanDown (exponentially distributed), so with 16 peers one
+// goes down every quarter of a second or so.
+const (
+	chaosMeanUp   = 4 * time.Second
+	chaosMeanDown = 300 * time.Millisecond
+)
+
+// network is a set of running peers, wired to a host.
+type network interface {
+	// close stops the peers (disconnecting them from the host) and waits
+	// for every goroutine they started.
+	close()
+}
+
+// startNetwork starts the peers o describes serving l, wires them to host,
+// and waits until they have all connected, so that both strategies start
+// from the same place. It returns the roles of in-process peers, by ID.
+func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.Host, warn func(string)) (network, map[peer.ID]role, error) {
+	ready := &readyHost{Host: host, want: o.peers, ready: make(chan struct{})}
+	var net network
+	roles := map[peer.ID]role{}
+	switch {
+	case o.connect != nil:
+		client := tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.channels})
+		for _, addr := range o.connect {
+			client.Add(peer.ID(addr), addr)
+		}
+		net = &tcpNetwork{client: client}
+	case o.transport == "mem":
+		peers := demoPeers(o, l.Len())
+		sim, err := simnet.New(simnet.Config{
+			Ledger:       l,
+			Seed:         o.seed,
+			Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
+			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
+			OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, o.channels) },
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, dp := range peers {
+			roles[dp.id] = dp.role
+			p, err := sim.AddPeer(dp.id, dp.profile(o.chaos))
+			if err == nil {
+				err = ready.Connect(p, o.channels)
+			}
+			if err != nil {
+				sim.Close()
+				return nil, nil, err
+			}
+		}
+		net = memNetwork{sim}
+	default:
+		peers := demoPeers(o, l.Len())
+		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.channels})}
+		for i, dp := range peers {
+			roles[dp.id] = dp.role
+			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(o.chaos), Seed: o.seed + uint64(i)})
+			if err == nil {
+				err = s.Listen("127.0.0.1:0")
+			}
+			if err != nil {
+				tn.close()
+				return nil, nil, fmt.Errorf("peer %s: %w", dp.id, err)
+			}
+			tn.servers = append(tn.servers, s)
+			tn.client.Add(dp.id, s.Addr())
+		}
+		if o.chaos {
+			tn.startChaos(o.seed)
+		}
+		net = tn
+	}
+
+	t := time.NewTimer(o.wait)
+	defer t.Stop()
+	select {
+	case <-ready.ready:
+		return net, roles, nil
+	case <-ctx.Done():
+		net.close()
+		return nil, nil, ctx.Err()
+	case <-t.C:
+	}
+	n := ready.connected()
+	if o.connect == nil || n == 0 {
+		net.close()
+		if o.connect != nil {
+			return nil, nil, fmt.Errorf("could not connect to any peer within %v (%s)", o.wait, strings.Join(o.connect, ", "))
+		}
+		return nil, nil, fmt.Errorf("only %d of %d in-process peers connected within %v", n, o.peers, o.wait)
+	}
+	warn(fmt.Sprintf("only %d of %d peers connected within %v; fetching from those", n, o.peers, o.wait))
+	return net, roles, nil
+}
+
+// readyHost passes everything to its Host and closes ready once want peers
+// have connected.
+type readyHost struct {
+	tcpnet.Host
+	want  int
+	ready chan struct{}
+
+	mu sync.Mutex
+	n  int // guarded by mu
+}
+
+func (h *readyHost) Connect(p peer.Peer, channels int) error {
+	if err := h.Host.Connect(p, channels); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	if h.n == h.want {
+		close(h.ready)
+	}
+	return nil
+}
+
+func (h *readyHost) connected() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+type memNetwork struct{ sim *simnet.Network }
+
+func (m memNetwork) close() { m.sim.Close() }
+
+// tcpNetwork is in-process servers (none with -connect) and the client
+// connected to them.
+type tcpNetwork struct {
+	servers   []*tcpnet.Server
+	client    *tcpnet.Client
+	stopChaos chan struct{}
+	chaosDone chan struct{}
+}
+
+func (n *tcpNetwork) close() {
+	if n.stopChaos != nil {
+		close(n.stopChaos)
+		<-n.chaosDone
+	}
+	n.client.Close()
+	for _, s := range n.servers {
+		s.Close()
+	}
+}
+
+// startChaos kills a random server now and then and restarts it shortly
+// after, at the rates of the chaos constants, until close.
+func (n *tcpNetwork) startChaos(seed uint64) {
+	n.stopChaos, n.chaosDone = make(chan struct{}), make(chan struct{})
+	rng := rand.New(rand.NewPCG(seed, 0x6368616f73)) // "chaos"
+	exp := func(mean time.Duration) time.Duration { return time.Duration(rng.ExpFloat64() * float64(mean)) }
+	go func() {
+		defer close(n.chaosDone)
+		t := time.NewTimer(time.Hour)
+		defer t.Stop()
+		wait := func(d time.Duration) bool {
+			t.Reset(d)
+			select {
+			case <-t.C:
+				return true
+			case <-n.stopChaos:
+				return false
+			}
+		}
+		for {
+			if !wait(exp(chaosMeanUp / time.Duration(len(n.servers)))) {
+				return
+			}
+			s := n.servers[rng.IntN(len(n.servers))]
+			s.Kill()
+			if !wait(exp(chaosMeanDown)) {
+				return
+			}
+			_ = s.Restart() // fails only if the port was taken meanwhile: the peer stays dead
+		}
+	}()
+}

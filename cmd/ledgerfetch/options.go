@@ -1,0 +1,124 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// options are the command line, parsed and checked.
+type options struct {
+	objects   int
+	peers     int
+	channels  int
+	batch     int
+	latency   latencySpec
+	loss      float64
+	chaos     bool
+	misbehave int
+	transport string // "tcp" or "mem"
+	seed      uint64
+	json      bool
+	strategy  []string // "scheduler", "peerset", in the order to run
+	connect   []string // external peers' addresses
+	timeout   time.Duration
+	stall     time.Duration
+	wait      time.Duration // for the peers to connect before the fetch starts
+}
+
+// errUsage marks errors in the command line; run exits with 2 for them.
+var errUsage = errors.New("usage")
+
+// parseOptions parses args. Errors wrap errUsage; -h prints the usage to
+// stderr and returns flag.ErrHelp.
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	var latency, strategy, connect string
+	fs := flag.NewFlagSet("ledgerfetch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `ledgerfetch downloads a whole ledger from its root hash through the peersched
+scheduler, checking every object against its hash, and reports how it went.
+
+With no flags it generates a ledger of 200,000 objects, starts 16 peers in this
+process serving it over TCP on 127.0.0.1 (varied latency; one slow peer; one
+that drops its connection midway and comes back; one that misbehaves) and
+fetches it. It exits 0 only if every object arrived and verified.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	fs.IntVar(&o.objects, "objects", 200_000, "leaves in the generated ledger (its nodes number about 1.4 times that)")
+	fs.IntVar(&o.peers, "peers", 16, "in-process peers to start")
+	fs.IntVar(&o.channels, "channels", 4, "channels per peer: requests each peer may have in flight")
+	fs.IntVar(&o.batch, "batch", 64, "object hashes per request")
+	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied, none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
+	fs.Float64Var(&o.loss, "loss", 0, "probability that a peer silently drops a request")
+	fs.BoolVar(&o.chaos, "chaos", false, "kill peers at random moments during the fetch and restart them shortly after")
+	fs.IntVar(&o.misbehave, "misbehave", 1, "peers that misbehave: spoofed request IDs, duplicates, corrupt objects, wrong types")
+	fs.StringVar(&o.transport, "transport", "tcp", "tcp (real sockets on 127.0.0.1) or mem (simulated peers on the real clock)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the ledger and of every random choice")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout (progress goes to stderr)")
+	fs.StringVar(&strategy, "strategy", "scheduler", "scheduler, peerset (the fixed peer set the scheduler replaces), or both, one after the other")
+	fs.StringVar(&connect, "connect", "", "fetch from running ledgerpeers at these comma-separated addresses instead (their -objects and -seed must match)")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "how long a request may wait for its response")
+	fs.DurationVar(&o.stall, "stall", 20*time.Second, "give up when no object has verified for this long")
+	fs.DurationVar(&o.wait, "wait", 5*time.Second, "how long to wait for the peers to connect before fetching")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	bad := func(format string, args ...any) (options, error) {
+		return o, fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+	}
+	var err error
+	if o.latency, err = parseLatency(latency); err != nil {
+		return bad("-latency: %v", err)
+	}
+	switch strategy {
+	case "scheduler", "peerset":
+		o.strategy = []string{strategy}
+	case "both":
+		o.strategy = []string{"scheduler", "peerset"}
+	default:
+		return bad("-strategy %q: want scheduler, peerset or both", strategy)
+	}
+	if connect != "" {
+		for _, a := range strings.Split(connect, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				o.connect = append(o.connect, a)
+			}
+		}
+		o.peers = len(o.connect)
+	}
+	switch {
+	case o.transport != "tcp" && o.transport != "mem":
+		return bad("-transport %q: want tcp or mem", o.transport)
+	case o.connect != nil && o.transport != "tcp":
+		return bad("-connect needs -transport tcp")
+	case o.objects < 1:
+		return bad("-objects %d: want at least 1", o.objects)
+	case o.peers < 1:
+		return bad("-peers %d: want at least 1", o.peers)
+	case o.channels < 1:
+		return bad("-channels %d: want at least 1", o.channels)
+	case o.batch < 1 || o.batch > 4096:
+		return bad("-batch %d: want 1 to 4096", o.batch)
+	case !(o.loss >= 0 && o.loss <= 1):
+		return bad("-loss %v: want a probability", o.loss)
+	case o.misbehave < 0 || o.misbehave > o.peers:
+		return bad("-misbehave %d: want 0 to the number of peers", o.misbehave)
+	case o.timeout <= 0 || o.stall <= 0 || o.wait <= 0:
+		return bad("-timeout, -stall and -wait must be positive")
+	}
+	return o, nil
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/peer"
+)
+
+// result is one fetch's report with the setup it ran in, as printed and as
+// encoded by -json (the Report's fields appear at the top level).
+type result struct {
+	fetch.Report
+	Transport  string            `json:"transport"`
+	PeerCount  int               `json:"peer_count"` // peers configured
+	Channels   int               `json:"channels"`   // per peer
+	Batch      int               `json:"batch"`
+	Seed       uint64            `json:"seed"`
+	Bound      float64           `json:"bound_objects_per_second"` // peers × channels × batch / mean RTT
+	Utilised   float64           `json:"utilisation"`              // objects_per_second / bound
+	Roles      map[string]string `json:"roles,omitempty"`          // in-process peers' roles
+	Error      string            `json:"error,omitempty"`
+	roleByPeer map[peer.ID]role
+}
+
+// newResult completes rep with the setup o describes.
+func newResult(rep fetch.Report, o options, roles map[peer.ID]role, err error) result {
+	r := result{Report: rep, Transport: o.transport, PeerCount: o.peers, Channels: o.channels, Batch: o.batch, Seed: o.seed, roleByPeer: roles}
+	if o.connect != nil {
+		r.Transport = "tcp (external peers)"
+	}
+	if rtt := time.Duration(rep.MeanRTT); rtt > 0 {
+		r.Bound = float64(o.peers*o.channels*o.batch) / rtt.Seconds()
+		r.Utilised = rep.Rate / r.Bound
+	}
+	if len(roles) > 0 {
+		r.Roles = map[string]string{}
+		for id, ro := range roles {
+			r.Roles[string(id)] = string(ro)
+		}
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	return r
+}
+
+// writeReport prints r for people.
+func writeReport(w io.Writer, r result) {
+	verdict := "fetched"
+	if !r.Complete {
+		verdict = "INCOMPLETE: fetched"
+	}
+	total := r.Expected
+	if total == 0 {
+		total = r.Known
+	}
+	fmt.Fprintf(w, "%s %s of %s objects (%.1f MB) in %s: %s objects/s\n",
+		verdict, commas(r.Objects), commas(total), float64(r.Bytes)/1e6, dur(time.Duration(r.Wall)), commas(int(r.Rate)))
+	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %d channels, batch %d, seed %d\n",
+		r.Strategy, r.Transport, r.PeerCount, r.Channels, r.Batch, r.Seed)
+	fmt.Fprintf(w, "  requests     %s sent, %s answered\n", commas(r.Requests), commas(r.Answered))
+	fmt.Fprintf(w, "  failures     %s timed out, %s by disconnection, %s of the wrong type, %s sends refused\n",
+		commas(r.Timeouts), commas(r.Disconnects), commas(r.BadResponses), commas(r.SendErrors))
+	fmt.Fprintf(w, "  asked again  %s objects (%s missing, %s corrupt, the rest in failed requests)\n",
+		commas(r.Retries), commas(r.Missing), commas(r.Corrupt))
+	d := r.Dropped
+	fmt.Fprintf(w, "  dropped      %s duplicate, %s late, %s spoofed (%s wrong peer, %s unknown ID) responses\n",
+		commas(d.Duplicate), commas(d.Late), commas(d.Spoofed), commas(d.WrongPeer), commas(d.Unknown))
+	if r.Bound > 0 {
+		fmt.Fprintf(w, "  utilisation  %.0f%% of %d peers x %d channels x %d objects / %s mean RTT = %s objects/s\n",
+			100*r.Utilised, r.PeerCount, r.Channels, r.Batch, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))
+	}
+	fmt.Fprintf(w, "\n  %-22s %-9s %8s %8s %8s %9s %9s %9s %6s\n", "peer", "role", "requests", "failures", "bad objs", "p50", "p99", "objects", "share")
+	for _, p := range r.Peers {
+		ro := r.roleByPeer[peer.ID(p.ID)]
+		if ro == "" {
+			ro = "-"
+		}
+		fmt.Fprintf(w, "  %-22s %-9s %8s %8s %8s %9s %9s %9s %5.1f%%\n", p.ID, ro, commas(p.Requests), commas(p.Failures),
+			commas(p.BadObjects), dur(time.Duration(p.P50)), dur(time.Duration(p.P99)), commas(p.Objects), 100*p.Share)
+	}
+}
+
+// writeComparison prints how the strategies' fetches compare.
+func writeComparison(w io.Writer, results []result) {
+	if len(results) != 2 {
+		return
+	}
+	a, b := results[0], results[1]
+	fmt.Fprintf(w, "\ncomparison, same ledger and peers: %s %s (%s objects/s), %s %s (%s objects/s)",
+		a.Strategy, dur(time.Duration(a.Wall)), commas(int(a.Rate)), b.Strategy, dur(time.Duration(b.Wall)), commas(int(b.Rate)))
+	if a.Complete && b.Complete && b.Rate > 0 {
+		fmt.Fprintf(w, ": %s is %.1fx as fast\n", a.Strategy, a.Rate/b.Rate)
+	} else {
+		fmt.Fprintln(w)
+	}
+}
+
+// dur formats d with about three significant digits.
+func dur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "-"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	case d < time.Second:
+		return fmt.Sprintf("%.1fms", float64(d)/1e6)
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
