@@ -52,6 +52,9 @@ const (
 	opStats
 )
 
+var opNames = [...]string{"connect", "disconnect", "schedule", "deliver", "deliver from the wrong peer",
+	"deliver to an unknown ID", "advance", "withdraw a sender", "withdraw a receiver", "stop", "use a kept offer", "stats"}
+
 // opTable maps an input byte to an operation; common operations appear more
 // than once. Stop is rare so that programs do something before it.
 var opTable = [32]int{
@@ -645,14 +648,14 @@ func runFuzzProgram(t *testing.T, data []byte) {
 				t.Fatalf("step %d (%s): PeerUsage\nreal:  %+v\nmodel: %+v\nlog:\n%s", step, what, got, want, tail(rs.log, 30))
 			}
 			checkBalanced(t, s)
-			// Promise 9's cost: each disconnect looked at its peer's
-			// requests and no others.
 			// Promise 4 (and the drainer's promise): a channel reopening
 			// is offered at once, so when the dust settles no waiting sender
 			// that may be offered a channel is left with one open.
 			if m.stranded() {
 				t.Fatalf("step %d (%s): a sender waits, may be offered, and a channel is open\n%s", step, what, tail(rs.log, 30))
 			}
+			// Promise 9's cost: each disconnect looked at its peer's
+			// requests and no others.
 			if got, want := visitedRequests(s), m.visited; got != want {
 				t.Fatalf("step %d (%s): disconnects looked at %d requests; their peers had %d\n%s", step, what, got, want, tail(rs.log, 30))
 			}
@@ -668,7 +671,7 @@ func runFuzzProgram(t *testing.T, data []byte) {
 				t.Fatalf("step %d: the two sides read different amounts of the program", step)
 			}
 			in = rin
-			check(step, fmt.Sprintf("op %d", opTable[data[start]%32]))
+			check(step, opNames[opTable[data[start]%32]])
 		}
 
 		s.Stop()
@@ -677,6 +680,7 @@ func runFuzzProgram(t *testing.T, data []byte) {
 		ms.logf("final stop")
 		check(-1, "final stop")
 		finalChecks(t, rs, s.Stats())
+		finalChecks(t, ms, m.Stats())
 		if n := logs.count("peersched: recovered a panic in user code"); uint64(n) != s.Stats().PanicsHandled {
 			t.Fatalf("%d panics handled, %d logged", s.Stats().PanicsHandled, n)
 		}

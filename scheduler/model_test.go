@@ -537,14 +537,19 @@ func (m *model) finish(q *mReq, o outcome) {
 		resp := q.response
 		m.pending = append(m.pending, func() { r.OnResponse(id, from, resp) })
 		return
-	case o == timedOut:
-		m.st.TimedOut++
-	case o == disconnected:
-		m.st.Disconnected++
-	case o == shutDown:
-		m.st.ShutDown++
 	}
-	reason := map[outcome]receiver.Reason{timedOut: receiver.Timeout, disconnected: receiver.Disconnected, shutDown: receiver.Shutdown}[o]
+	var reason receiver.Reason
+	switch o {
+	case timedOut:
+		m.st.TimedOut++
+		reason = receiver.Timeout
+	case disconnected:
+		m.st.Disconnected++
+		reason = receiver.Disconnected
+	case shutDown:
+		m.st.ShutDown++
+		reason = receiver.Shutdown
+	}
 	m.pending = append(m.pending, func() { r.OnFailure(id, from, reason) })
 }
 
@@ -563,21 +568,25 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 	}
 	reopen := m.expire()
 	q := m.lookup(id)
+	// An ended request (even one whose outcome is held back while it is
+	// sent) answers duplicate or late, whoever responds.
 	var err error
 	switch {
 	case q == nil || q.ended == unsentMsg:
 		err = ErrUnknownRequest
+		m.st.Unknown++
 	case q.ended == answered || q.held == answered:
 		err = ErrDuplicateResponse
+		m.st.Duplicate++
 	case q.ended != none || q.held != none:
 		err = ErrLateResponse
+		m.st.Late++
 	case q.to.id != from:
 		err = ErrWrongPeer
+		m.st.WrongPeer++
 	}
 	switch {
 	case err != nil:
-		*map[error]*uint64{ErrUnknownRequest: &m.st.Unknown, ErrDuplicateResponse: &m.st.Duplicate,
-			ErrLateResponse: &m.st.Late, ErrWrongPeer: &m.st.WrongPeer}[err]++
 	case q.sending:
 		q.held, q.response = answered, response
 	default:
