@@ -138,6 +138,7 @@ type fuzzSide struct {
 	valueFor   map[string]receiver.RequestID // every response value, and the request it was delivered for
 	handedOver map[string]bool               // response values a receiver got
 	sending    *fuzzReceiver                 // the receiver of the request being sent
+	offered    *fuzzSender                   // the sender whose OnOffer is running
 	connected  map[peer.ID]bool
 	values     int
 	messages   int
@@ -265,6 +266,13 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		sd.logf("stop")
 	case opUseKeptOffer:
 		b := in.next()
+		if snd := sd.offered; b%2 == 0 && snd != nil {
+			// From inside a callback during an offer (even from the host's
+			// send of another request of that offer): a send on it is the
+			// offered sender's send.
+			snd.request(int(b>>1)%4, &fuzzReceiver{sd: sd, plan: in.take(2)}, fuzzTimeouts[b>>3%8], " during its offer")
+			return
+		}
 		if len(sd.kept) == 0 {
 			return
 		}
@@ -322,6 +330,8 @@ type fuzzSender struct {
 	exits     int
 	exitedBy  string
 	offers    int
+	offer     offer.Offer // the open offer, during OnOffer
+	sent      int         // sends through it
 }
 
 func (s *fuzzSender) exit(how string) {
@@ -360,27 +370,9 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 		sd.violate("s%d offered %d channels, more than N=%d", s.n, st.Len, sd.cfg.MaxOfferChannels)
 	}
 
-	sent := 0
-	request := func(i int, r receiver.Receiver, timeout time.Duration) {
-		c, _ := o.Channel(i)
-		fr, _ := r.(*fuzzReceiver)
-		if fr != nil {
-			fr.to = c.Peer
-			sd.sending = fr
-		}
-		sd.messages++
-		id, err := o.Request(i, fmt.Sprintf("m%d", sd.messages), r, timeout)
-		sd.sending = nil
-		sd.logf("s%d request on %d (%s): %#x %s", s.n, i, c.Peer, uint64(id), errClass(err))
-		if fr != nil {
-			fr.id, fr.returned, fr.sendOK = id, true, err == nil
-		}
-		if err == nil {
-			if sent++; sent == 1 {
-				s.exit("sent")
-			}
-		}
-	}
+	s.offer, s.sent, sd.offered = o, 0, s
+	defer func() { s.offer, sd.offered = offer.Offer{}, nil }()
+	request := func(i int, r receiver.Receiver, timeout time.Duration) { s.request(i, r, timeout, "") }
 	newReceiver := func() *fuzzReceiver { return &fuzzReceiver{sd: sd, plan: s.plan.take(2)} }
 	b := s.plan.next()
 	arg := s.plan.next()
@@ -400,9 +392,7 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 		err := o.Notify(index, fmt.Sprintf("m%d", sd.messages), fuzzDigests[arg%4])
 		sd.logf("s%d notify on %d (%s): %s", s.n, index, c.Peer, errClass(err))
 		if err == nil {
-			if sent++; sent == 1 {
-				s.exit("sent")
-			}
+			s.sentOne()
 		}
 	case 4: // misuse: every one of these must fail and change nothing
 		switch arg % 6 {
@@ -438,6 +428,36 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 			s.exit("withdrawn")
 		}
 		request(0, newReceiver(), timeout)
+	}
+}
+
+// request sends a request on channel i of the sender's open offer.
+func (s *fuzzSender) request(i int, r receiver.Receiver, timeout time.Duration, how string) {
+	sd := s.sd
+	c, _ := s.offer.Channel(i)
+	fr, _ := r.(*fuzzReceiver)
+	outer := sd.sending // set if this send comes from inside the host's send of another
+	if fr != nil {
+		fr.to = c.Peer
+		sd.sending = fr
+	}
+	sd.messages++
+	id, err := s.offer.Request(i, fmt.Sprintf("m%d", sd.messages), r, timeout)
+	sd.sending = outer
+	sd.logf("s%d request on %d (%s)%s: %#x %s", s.n, i, c.Peer, how, uint64(id), errClass(err))
+	if fr != nil {
+		fr.id, fr.returned, fr.sendOK = id, true, err == nil
+	}
+	if err == nil {
+		s.sentOne()
+	}
+}
+
+// sentOne records a send through the open offer: the first is the sender's
+// exit.
+func (s *fuzzSender) sentOne() {
+	if s.sent++; s.sent == 1 {
+		s.exit("sent")
 	}
 }
 
@@ -805,6 +825,9 @@ var fuzzSeeds = [][]byte{
 	// Caps: two senders, two requests, offers of one channel.
 	program(1, 2, 1, connectOp(1, 3), connectOp(2, 3), scheduleOp(0, 2, 3<<5), scheduleOp(0, 2, 3<<5),
 		scheduleOp(0, 0, 0), scheduleOp(0, 0, 0), advanceOp(6)),
+	// A send nested in a send: the host's send of one request sends another
+	// on the same offer.
+	program(0, 0, 0, connectOp(1, 2, 6, 0, opByte(opUseKeptOffer), 2), scheduleOp(0, 0, 0), deliverOp(0), deliverOp(1)),
 	// Callbacks that call back in: a sender that disconnects a peer, a
 	// receiver that schedules, a discarded sender that connects.
 	program(0, 0, 0, connectOp(1, 2), connectOp(2, 2), scheduleOp(0, 5, 0, opByte(opDisconnect), 2),
