@@ -85,14 +85,16 @@ var (
 	// ErrTooManyRequests is returned when the cap on requests in flight is reached.
 	ErrTooManyRequests = errors.New("peersched: too many requests in flight")
 
-	// ErrUnknownRequest: a response names a request this scheduler does not
-	// know (never issued, or finished so long ago it was forgotten).
+	// ErrUnknownRequest: a response names a request this scheduler never
+	// issued (or whose send the host refused).
 	ErrUnknownRequest = errors.New("peersched: response to an unknown request")
 	// ErrWrongPeer: a response came from a peer other than the one asked.
 	ErrWrongPeer = errors.New("peersched: response from the wrong peer")
 	// ErrDuplicateResponse: the request was already answered.
 	ErrDuplicateResponse = errors.New("peersched: duplicate response")
 	// ErrLateResponse: the request had already failed (timed out, its peer
-	// disconnected) or was withdrawn and its channel has reopened.
+	// disconnected) or was withdrawn and its channel has reopened. Once newer
+	// requests have reused an ended request's slot the table no longer knows
+	// how it ended, and any response to it is late, a second answer included.
 	ErrLateResponse = errors.New("peersched: late response")
 )

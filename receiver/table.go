@@ -169,6 +169,12 @@ func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
 func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
 	slot, e := t.lookup(id)
 	if e == nil {
+		if t.issuedBefore(id) {
+			// Its slot has gone to newer requests since it ended (the next
+			// request takes the slot freed last, so that is at once): a
+			// response to it is late, not a response to an unknown request.
+			return Finished{}, false, ErrLateResponse
+		}
 		return Finished{}, false, ErrUnknownRequest
 	}
 	if e.state == stateFree {
@@ -361,6 +367,13 @@ func (t *Table) lookup(id RequestID) (int32, *entry) {
 		return 0, nil
 	}
 	return int32(slot), e
+}
+
+// issuedBefore reports whether id names an earlier request of a slot that
+// has since been reused: its generation is older than the slot's.
+func (t *Table) issuedBefore(id RequestID) bool {
+	slot, gen := int64(uint32(id))-1, uint32(id>>32)
+	return slot >= 0 && slot < int64(len(t.entries)) && gen != 0 && gen < t.entries[slot].generation
 }
 
 func makeID(generation uint32, slot int32) RequestID {

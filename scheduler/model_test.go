@@ -20,7 +20,7 @@ package scheduler
 //     channel; it lists the open channels best first (fewer closed, then
 //     lower RTT, then lower ID; a peer's k-th channel counts k more closed).
 //   - Request IDs are gen<<32 | slot+1; a new request takes the slot freed
-//     last. An ID whose slot has been taken again is unknown.
+//     last. A response to an ID whose slot has been taken again is late.
 //   - A request being sent (the host's Send has not returned) keeps the first
 //     outcome that comes for it and reports it when Send returns; if Send
 //     fails, the outcome is dropped and the receiver never called.
@@ -568,10 +568,15 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 	}
 	reopen := m.expire()
 	q := m.lookup(id)
+	slot := int64(uint32(id)) - 1
+	reused := q == nil && slot >= 0 && slot < int64(len(m.slots)) && uint32(id>>32) != 0 && uint32(id>>32) < m.slots[slot].generation
 	// An ended request (even one whose outcome is held back while it is
 	// sent) answers duplicate or late, whoever responds.
 	var err error
 	switch {
+	case reused:
+		err = ErrLateResponse
+		m.st.Late++
 	case q == nil || q.ended == unsentMsg:
 		err = ErrUnknownRequest
 		m.st.Unknown++

@@ -141,3 +141,26 @@ func TestRegression_StopWhileSendingKeepsTheOutcomeAlreadyHeld(t *testing.T) {
 		})
 	}
 }
+
+// A response that comes after its request timed out is late, even once the
+// request's slot in the table has gone to a newer request (the next one
+// takes it at once). It was counted as a response to an unknown request, so
+// under load nearly every late response was, and logged as a warning.
+func TestRegression_LateResponseAfterTheSlotIsReusedIsLate(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		w.connect("A", 1)
+		old := requestOn(t, w, newOutcomes())
+		w.advance(time.Second) // it times out; its slot is free
+		answered := requestOn(t, w, newOutcomes())
+		require.Equal(t, uint32(old), uint32(answered), "the new request took the old one's slot")
+		require.NoError(t, w.s.Deliver("A", answered, "ok"))
+		requestOn(t, w, newOutcomes()) // and the slot moves on again
+
+		require.ErrorIs(t, w.s.Deliver("A", old, "late"), ErrLateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", answered, "late too"), ErrLateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", answered+2<<32, "never issued"), ErrUnknownRequest)
+		st := w.s.Stats()
+		require.Equal(t, uint64(2), st.Late)
+		require.Equal(t, uint64(1), st.Unknown)
+	})
+}
