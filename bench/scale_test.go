@@ -9,13 +9,15 @@ import (
 // peersInflight is the number of requests outstanding in BenchmarkPeers.
 const peersInflight = 10_000
 
-// newPeersSystem spreads peersInflight requests over peers, each of which
-// has one channel more than its share, so that peers channels stay open and
-// every offer picks the best of them from the pool's order.
+// newPeersSystem spreads peersInflight requests over peers, each with its
+// share of channels, as BenchmarkLifecycle does: at steady state the only
+// open channel is the one the last response reopened, and every request
+// closes and reopens a channel in the pool's order of peers, whose depth
+// grows with the number of peers.
 func newPeersSystem(peers int) (*schedSystem, error) {
 	sys, err := newSchedSystem(schedOptions{
 		peers:            peers,
-		channels:         peersInflight/peers + 1,
+		channels:         peersInflight / peers,
 		resendOnResponse: true,
 	}, newFIFO(peersInflight+1, false))
 	if err != nil {
