@@ -14,6 +14,7 @@ import (
 const (
 	DefaultBatch         = 64
 	DefaultTimeout       = 2 * time.Second
+	DefaultMinTimeout    = 500 * time.Millisecond
 	DefaultStallTimeout  = 20 * time.Second
 	DefaultProgressEvery = time.Second
 	DefaultSetSize       = 2
@@ -38,8 +39,15 @@ type Config struct {
 	// Batch is how many hashes one request asks for. 0 means DefaultBatch.
 	Batch int
 	// Timeout is how long a request may wait for its response. 0 means
-	// DefaultTimeout.
+	// DefaultTimeout. Run waits less for a peer whose response times it
+	// has measured (see MinTimeout); the Peerset always waits Timeout.
 	Timeout time.Duration
+	// MinTimeout is the least Run waits for a response: a request to a peer
+	// that has answered before waits its smoothed response time plus four
+	// deviations (TCP's retransmission timeout, RFC 6298), between
+	// MinTimeout and Timeout. 0 means DefaultMinTimeout, or Timeout if that
+	// is smaller.
+	MinTimeout time.Duration
 	// StallTimeout ends the fetch with an *IncompleteError when no object
 	// has verified for this long. 0 means DefaultStallTimeout.
 	StallTimeout time.Duration
@@ -68,7 +76,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Root == (ledger.Hash{}) {
 		return c, fmt.Errorf("%w: no root hash", ErrBadConfig)
 	}
-	if c.Batch < 0 || c.Batch > MaxBatch || c.Timeout < 0 || c.StallTimeout < 0 ||
+	if c.Batch < 0 || c.Batch > MaxBatch || c.Timeout < 0 || c.MinTimeout < 0 || c.StallTimeout < 0 ||
 		c.ProgressEvery < 0 || c.Expected < 0 || c.SetSize < 0 {
 		return c, fmt.Errorf("%w: batch %d (max %d), timeout %v, stall %v, progress %v, expected %d, set %d",
 			ErrBadConfig, c.Batch, MaxBatch, c.Timeout, c.StallTimeout, c.ProgressEvery, c.Expected, c.SetSize)
@@ -79,6 +87,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
 	}
+	if c.MinTimeout == 0 {
+		c.MinTimeout = DefaultMinTimeout
+	}
+	c.MinTimeout = min(c.MinTimeout, c.Timeout)
 	if c.StallTimeout == 0 {
 		c.StallTimeout = DefaultStallTimeout
 	}

@@ -29,6 +29,7 @@ type Report struct {
 	BadResponses int `json:"bad_responses"` // requests answered with the wrong message type
 	SendErrors   int `json:"send_errors"`   // sends the host refused
 	Retries      int `json:"retries"`       // objects asked again, for any of the reasons below
+	Hedges       int `json:"hedges"`        // requests asked again of another peer at the tail, while still out
 	Missing      int `json:"missing"`       // objects a peer answered as missing or left out
 	Corrupt      int `json:"corrupt"`       // objects whose bytes did not match their hash
 
@@ -102,6 +103,7 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		BadResponses: t.badResponses,
 		SendErrors:   t.sendErrors,
 		Retries:      t.retries,
+		Hedges:       t.hedges,
 		Missing:      t.missing,
 		Corrupt:      t.corrupt,
 		Dropped:      dropped,

@@ -151,3 +151,23 @@ func TestSilentPeersCostLittle(t *testing.T) {
 		}
 	}
 }
+
+// TestHedgingEndsTheTail: requests whose answers never come (spoofed under
+// unknown IDs) would each hold their hashes for a whole timeout; with
+// timeouts as long as 5s the fetch still ends long before, because at the
+// tail those requests are asked again of other peers.
+func TestHedgingEndsTheTail(t *testing.T) {
+	cfg := quick
+	cfg.Timeout, cfg.MinTimeout, cfg.StallTimeout = 5*time.Second, 5*time.Second, 20*time.Second
+	peers := honest(4)
+	peers[3].Faults[simnet.UnknownID] = 0.5 // not p00, which gets the root, when no estimate is known
+	o := runSim(t, sim{strategy: "scheduler", peers: peers, seed: 3, cfg: cfg})
+	mustComplete(t, o, nil)
+	if o.rep.Hedges == 0 || o.rep.Dropped.Unknown == 0 {
+		t.Fatalf("%d hedges, %d unknown IDs dropped", o.rep.Hedges, o.rep.Dropped.Unknown)
+	}
+	if o.virtual >= cfg.Timeout {
+		t.Fatalf("took %v, the timeout is %v: the tail waited for it", o.virtual, cfg.Timeout)
+	}
+	t.Logf("%v with %d hedges", o.virtual, o.rep.Hedges)
+}

@@ -49,6 +49,7 @@ func Run(ctx context.Context, s *scheduler.Scheduler, cfg Config) (Report, error
 
 	b.mu.Lock()
 	b.finished = true
+	b.hedging.stopLocked()
 	queued, ticket := b.queued, b.ticket
 	ids := make([]receiver.RequestID, 0, len(b.inFlight))
 	for id := range b.inFlight {
@@ -92,16 +93,20 @@ type bulk struct {
 	gen      uint64       // bumped whenever the queued sender changes
 	poke     bool         // a wake-up came while the ticket was unknown
 	inFlight map[receiver.RequestID]*request
+	hedging  hedgeTimer
 	offered  []peer.ID // scratch for OnOffer: the peer of each channel
 	order    []int     // scratch for OnOffer: channel indices in the order tried
+	used     []bool    // scratch for OnOffer: channels sent on
 }
 
 // request is one GetObjects in flight, and its receiver.
 type request struct {
 	b      *bulk
 	id     receiver.RequestID
+	to     peer.ID
 	hashes []ledger.Hash
 	sentAt time.Time
+	hedged bool // it is a hedge, or has been hedged: it is not hedged again
 }
 
 // peers counts the scheduler's connected peers.
@@ -161,7 +166,13 @@ func (b *bulk) scheduleLocked() {
 // wakeLocked makes sure an offer will come if work is waiting. Called from
 // receiver callbacks after they put work in the frontier.
 func (b *bulk) wakeLocked() {
-	if b.finished || b.front.waitingCount() == 0 {
+	if b.finished {
+		return
+	}
+	if b.front.waitingCount() == 0 {
+		if b.tally.inFlight > 0 {
+			b.armHedgeLocked(b.cfg.Clock.Now())
+		}
 		return
 	}
 	switch {
@@ -208,7 +219,8 @@ func (b *bulk) OnOffer(o offer.Offer) {
 			}
 		}
 	}
-	b.offered, b.order = offered, order
+	used := append(b.used[:0], make([]bool, len(offered))...)
+	b.offered, b.order, b.used = offered, order, used
 
 	sent := 0
 	for pass := range 2 {
@@ -222,8 +234,14 @@ func (b *bulk) OnOffer(o offer.Offer) {
 			}
 			if !b.tally.peer(offered[i]).suspect() && b.sendLocked(o, i, offered[i], anyPeer) {
 				sent++
+				used[i] = true
 			}
 		}
+	}
+	now := b.cfg.Clock.Now()
+	if b.front.waitingCount() == 0 && b.tally.inFlight > 0 {
+		sent += b.hedgeLocked(o, now)
+		b.armHedgeLocked(now)
 	}
 	if sent == 0 {
 		b.declined = true
@@ -269,10 +287,20 @@ func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 	if len(hashes) == 0 {
 		return false
 	}
-	r := &request{b: b, hashes: hashes, sentAt: b.cfg.Clock.Now()}
-	id, err := o.Request(i, ledger.GetObjects{Hashes: hashes}, r, b.cfg.Timeout)
-	if err != nil {
+	if !b.requestLocked(o, i, to, hashes, false) {
 		b.sendFailedLocked(hashes, to)
+		return false
+	}
+	return true
+}
+
+// requestLocked sends a request for hashes on the i-th channel of o, which
+// leads to to, and reports whether the host took it.
+func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.Hash, hedge bool) bool {
+	r := &request{b: b, to: to, hashes: hashes, sentAt: b.cfg.Clock.Now(), hedged: hedge}
+	timeout := b.tally.timeout(b.tally.peer(to), b.cfg.MinTimeout, b.cfg.Timeout)
+	id, err := o.Request(i, ledger.GetObjects{Hashes: hashes}, r, timeout)
+	if err != nil {
 		return false
 	}
 	r.id = id

@@ -20,12 +20,14 @@ import (
 // the scheduler belongs to another team and the tree must stay green.
 //
 // DESIGN.md promise 8 counts duplicates and late responses as such. The
-// request table forgets a finished request as soon as its slot is reused,
-// and frees slots last in, first out, so the very next request takes the
-// slot: a duplicate or late response that arrives after one more send is
-// reported as ErrUnknownRequest and counted in Stats.Unknown. In a busy fetch
-// almost every duplicate and late response is miscounted this way (see the
-// Unknown counts of the scheduler rows in TestFetchUnderEachFault).
+// request table frees slots last in, first out, so the very next request
+// takes the slot of the one that just ended, and the table forgets how that
+// one ended. A response to it after one more send was reported as
+// ErrUnknownRequest, duplicate or late alike; since the table learnt to
+// tell a reused slot's older IDs (issuedBefore), it reports ErrLateResponse
+// for both, so a duplicate is still miscounted, as late. In a busy fetch
+// nearly every duplicate is (see the scheduler rows of
+// TestFetchUnderEachFault).
 func TestSchedulerClassifiesDroppedResponses(t *testing.T) {
 	if os.Getenv("PEERSCHED_BUGS") != "1" {
 		t.Skip("reproduces a known scheduler bug; run with PEERSCHED_BUGS=1")

@@ -60,7 +60,7 @@ func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []item
 	}
 	t.answered++
 	p.answered++
-	p.rtts = append(p.rtts, rtt)
+	t.observe(p, rtt)
 	progressed := false
 	for i := range results {
 		r := &results[i]
@@ -122,11 +122,17 @@ func (s *state) sendFailedLocked(hashes []ledger.Hash, to peer.ID) {
 	s.front.putBack(hashes, to)
 }
 
+// hedgeFailedLocked undoes the hedge of hashes whose hedging request the
+// host refused.
+func (s *state) hedgeFailedLocked(hashes []ledger.Hash) {
+	s.tally.sendErrors++
+	s.front.unhedge(hashes)
+}
+
 // retryLocked puts hashes back to be asked again, away from the peer that
 // failed them.
 func (s *state) retryLocked(hashes []ledger.Hash, from peer.ID) {
-	s.tally.retries += len(hashes)
-	s.front.putBack(hashes, from)
+	s.tally.retries += s.front.putBack(hashes, from)
 }
 
 // failLocked records that the fetch cannot finish, unless it already has.

@@ -72,7 +72,40 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 	c, err := (Config{Root: h(1)}).withDefaults()
 	if err != nil || c.Batch != DefaultBatch || c.Timeout != DefaultTimeout || c.StallTimeout != DefaultStallTimeout ||
-		c.ProgressEvery != DefaultProgressEvery || c.SetSize != DefaultSetSize || c.Clock == nil {
+		c.ProgressEvery != DefaultProgressEvery || c.SetSize != DefaultSetSize || c.Clock == nil || c.MinTimeout != DefaultMinTimeout {
 		t.Errorf("defaults %+v, %v", c, err)
+	}
+	if c, _ := (Config{Root: h(1), Timeout: 100 * ms}).withDefaults(); c.MinTimeout != 100*ms {
+		t.Errorf("MinTimeout %v above Timeout %v", c.MinTimeout, c.Timeout)
+	}
+}
+
+// TestAdaptiveTimeout: RFC 6298's smoothing, table-tested, the clamp, and
+// the fall-back to every peer's estimate for a peer not heard from yet.
+func TestAdaptiveTimeout(t *testing.T) {
+	tl := newTally()
+	a, b := tl.peer("a"), tl.peer("b")
+	lo, hi := 100*ms, 2*time.Second
+	if got := tl.timeout(a, lo, hi); got != hi {
+		t.Fatalf("before any sample: %v", got)
+	}
+	for _, c := range []struct {
+		rtt, srtt, rttvar, timeout time.Duration
+	}{
+		{40 * ms, 40 * ms, 20 * ms, 120 * ms},                   // first sample: var = rtt/2
+		{40 * ms, 40 * ms, 15 * ms, 100 * ms},                   // steady: the deviation decays, the floor holds
+		{200 * ms, 60 * ms, 51250 * time.Microsecond, 265 * ms}, // a slow answer moves both
+	} {
+		tl.observe(a, c.rtt)
+		if a.rto.srtt != c.srtt || a.rto.rttvar != c.rttvar || tl.timeout(a, lo, hi) != c.timeout {
+			t.Errorf("after %v: srtt %v rttvar %v timeout %v, want %v %v %v", c.rtt, a.rto.srtt, a.rto.rttvar, tl.timeout(a, lo, hi), c.srtt, c.rttvar, c.timeout)
+		}
+	}
+	if got := tl.timeout(b, lo, hi); got != 265*ms {
+		t.Errorf("a peer not heard from: %v, want every peer's estimate", got)
+	}
+	tl.observe(b, time.Hour)
+	if got := tl.timeout(b, lo, hi); got != hi {
+		t.Errorf("after an hour-long answer: %v, want the cap", got)
 	}
 }

@@ -61,7 +61,7 @@ func writeReport(w io.Writer, r result) {
 		verdict, commas(r.Objects), commas(total), float64(r.Bytes)/1e6, dur(time.Duration(r.Wall)), commas(int(r.Rate)))
 	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %d channels, batch %d, seed %d\n",
 		r.Strategy, r.Transport, r.PeerCount, r.Channels, r.Batch, r.Seed)
-	fmt.Fprintf(w, "  requests     %s sent, %s answered\n", commas(r.Requests), commas(r.Answered))
+	fmt.Fprintf(w, "  requests     %s sent, %s answered, %s hedges at the tail\n", commas(r.Requests), commas(r.Answered), commas(r.Hedges))
 	fmt.Fprintf(w, "  failures     %s timed out, %s by disconnection, %s of the wrong type, %s sends refused\n",
 		commas(r.Timeouts), commas(r.Disconnects), commas(r.BadResponses), commas(r.SendErrors))
 	fmt.Fprintf(w, "  asked again  %s objects (%s missing, %s corrupt, the rest in failed requests)\n",

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/scheduler"
+	"github.com/peersched/peersched/simnet"
+)
+
+// virtualFetch runs the demo's peers (as -transport mem would) on a mock
+// clock in a synctest bubble, and returns the report: a run that no other
+// load on the machine can disturb, and that the seed replays exactly.
+func virtualFetch(t *testing.T, o options, l *ledger.Ledger, strategy string) (fetch.Report, error) {
+	t.Helper()
+	var rep fetch.Report
+	var fetchErr error
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewMock()
+		cfg := fetch.Config{Root: l.Root(), Expected: l.Len(), Batch: o.batch, Timeout: o.timeout,
+			StallTimeout: o.stall, Clock: clk, ProgressEvery: 100 * time.Millisecond}
+		var host fetch.Host
+		var run func() (fetch.Report, error)
+		stop := func() {}
+		if strategy == "scheduler" {
+			s, err := scheduler.New(scheduler.Config{Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			host, stop = s, s.Stop
+			run = func() (fetch.Report, error) { return fetch.Run(context.Background(), s, cfg) }
+		} else {
+			ps, err := fetch.NewPeerset(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			host = ps
+			run = func() (fetch.Report, error) { return ps.Run(context.Background()) }
+		}
+		sim, err := simnet.New(simnet.Config{
+			Ledger: l, Clock: clk, Seed: o.seed,
+			Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
+			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
+			OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, o.channels) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dp := range demoPeers(o, l.Len()) {
+			p, err := sim.AddPeer(dp.id, dp.profile(o.chaos))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := host.Connect(p, o.channels); err != nil {
+				t.Fatal(err)
+			}
+		}
+		type result struct {
+			rep fetch.Report
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			r, err := run()
+			done <- result{r, err}
+		}()
+		for {
+			synctest.Wait()
+			select {
+			case r := <-done:
+				rep, fetchErr = r.rep, r.err
+				sim.Close()
+				stop()
+				return
+			default:
+				clk.Add(time.Millisecond)
+			}
+		}
+	})
+	return rep, fetchErr
+}
+
+// TestSchedulerBeatsPeersetInVirtualTime: on the demo's peers, in virtual
+// time, the fetch through the scheduler finishes well ahead of the peer set
+// it replaces, with and without chaos. LEDGERFETCH_OBJECTS sets the ledger's
+// size (default 20,000) and -v prints both reports, which is how the figures
+// in the closing note of issue 3 were measured.
+func TestSchedulerBeatsPeersetInVirtualTime(t *testing.T) {
+	objects := 20_000
+	if s := os.Getenv("LEDGERFETCH_OBJECTS"); s != "" {
+		var err error
+		if objects, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, chaos := range []bool{false, true} {
+		t.Run("chaos="+strconv.FormatBool(chaos), func(t *testing.T) {
+			a := []string{"-transport", "mem", "-objects", strconv.Itoa(objects)}
+			if chaos {
+				a = append(a, "-chaos")
+			}
+			o, err := parseOptions(a, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := ledger.Generate(o.seed, o.objects)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var results []result
+			for _, strategy := range []string{"scheduler", "peerset"} {
+				rep, err := virtualFetch(t, o, l, strategy)
+				if err != nil {
+					t.Fatalf("%s: %v", strategy, err)
+				}
+				results = append(results, newResult(rep, o, nil, nil))
+			}
+			var out bytes.Buffer
+			for _, r := range results {
+				writeReport(&out, r)
+				out.WriteString("\n")
+			}
+			writeComparison(&out, results)
+			t.Logf("virtual time, -objects %d -chaos=%v:\n%s", objects, chaos, out.String())
+			if s, p := results[0].Rate, results[1].Rate; s < 1.5*p {
+				t.Errorf("scheduler %.0f objects/s, peerset %.0f: want the scheduler at least 1.5 times as fast", s, p)
+			}
+		})
+	}
+}
