@@ -195,7 +195,8 @@ func (b *bulk) wakeLocked() {
 // otherwise get every request at the top of the tree, where there are only
 // a few.) A retry avoids the peers that failed it unless no other peer has a
 // request of the fetch in flight, so none may offer a channel soon. A
-// suspect peer (see suspectStreak) gets a probe of one hash at a time.
+// suspect peer (see suspectStreak) gets a probe of one hash at a time. When
+// nothing waits, the channels left hedge the oldest requests (see hedge.go).
 // Implements offer.Sender.
 func (b *bulk) OnOffer(o offer.Offer) {
 	b.mu.Lock()
@@ -219,7 +220,10 @@ func (b *bulk) OnOffer(o offer.Offer) {
 			}
 		}
 	}
-	used := append(b.used[:0], make([]bool, len(offered))...)
+	used := b.used[:0]
+	for range offered {
+		used = append(used, false)
+	}
 	b.offered, b.order, b.used = offered, order, used
 
 	sent := 0

@@ -35,7 +35,7 @@ type ClientConfig struct {
 // Client keeps one connection up to each peer it is given, connecting each
 // new Conn to its Host and dialling again, with back-off, whenever a
 // connection is lost or a dial fails, until Close. It is safe for concurrent
-// use. Create one with NewClient.
+// use. Create one with NewClient; the zero value is not usable.
 type Client struct {
 	host   Host
 	cfg    ClientConfig
@@ -45,7 +45,8 @@ type Client struct {
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
-	dials int // successful dials, over all peers
+	dials  int  // successful dials, over all peers
+	closed bool // Close has begun: Add must not start a goroutine
 }
 
 // NewClient returns a Client that connects peers to host.
@@ -67,8 +68,16 @@ func NewClient(host Host, cfg ClientConfig) *Client {
 }
 
 // Add keeps a connection to addr up as the peer named id, from now until
-// Close. It returns at once; the first dial happens in the background.
+// Close. It returns at once; the first dial happens in the background. Add
+// after Close does nothing. Adding the same id twice makes two connections
+// that the Host sees as the same peer; the Host refuses the second while the
+// first is connected, and the Client keeps trying, so do not.
 func (c *Client) Add(id peer.ID, addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	c.wg.Add(1)
 	go c.keep(id, addr)
 }
@@ -85,6 +94,9 @@ func (c *Client) Dials() int {
 // waits until the Client's goroutines have all returned. It is idempotent.
 // It must not be called from the Host's callbacks.
 func (c *Client) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 }

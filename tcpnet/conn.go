@@ -57,6 +57,8 @@ type ConnConfig struct {
 // whatever reason (Close, a read or write error, a bad frame), the Conn
 // calls Host.Disconnect once, after its reader and writer have stopped, and
 // then closes Done. A Conn closed before Start never calls the Host.
+//
+// Create a Conn with NewConn; the zero value is not usable.
 type Conn struct {
 	id       peer.ID
 	nc       net.Conn

@@ -47,7 +47,7 @@ var (
 //
 // A server can be killed (every connection dropped, no longer listening)
 // and restarted on the same address, which is how a demo simulates a peer
-// that crashes and comes back.
+// that crashes and comes back. The zero Server is not usable.
 type Server struct {
 	cfg  ServerConfig
 	quit chan struct{} // closed by Close
@@ -178,12 +178,12 @@ func (s *Server) accept(ln net.Listener) {
 
 // plan decides the replies to one request and whether the server must go
 // down after it (Behaviour.DropAfter).
-func (s *Server) plan(dst []reply, id uint64, req any) ([]reply, bool) {
+func (s *Server) plan(dst []reply, id uint64, req ledger.GetObjects) ([]reply, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stats.Requests++
 	b := &s.cfg.Behaviour
-	dst = b.plan(dst, s.rng, s.cfg.Ledger, id, req.(ledger.GetObjects))
+	dst = b.plan(dst, s.rng, s.cfg.Ledger, id, req)
 	return dst, b.DropAfter > 0 && s.stats.Requests%b.DropAfter == 0
 }
 

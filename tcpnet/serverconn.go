@@ -69,9 +69,9 @@ func (c *serverConn) read() {
 		}
 		now := time.Now()
 		drop := false
-		switch msg.(type) {
+		switch m := msg.(type) {
 		case ledger.GetObjects:
-			replies, drop = c.s.plan(replies[:0], f.ID, msg)
+			replies, drop = c.s.plan(replies[:0], f.ID, m)
 		case wire.Ping:
 			replies = append(replies[:0], reply{id: f.ID, msg: wire.Pong{}})
 		default:
