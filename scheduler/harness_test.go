@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,6 +26,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type world struct {
 	t     *testing.T
 	clock *clock.Mock
+	held  *holdingClock
 	s     *Scheduler
 	peers map[peer.ID]*hostPeer
 }
@@ -35,16 +37,37 @@ func inBubble(t *testing.T, cfg Config, body func(w *world)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		mock := clock.NewMock()
-		cfg.Clock = mock
+		held := &holdingClock{Mock: mock}
+		cfg.Clock = held
 		s, err := New(cfg)
 		require.NoError(t, err)
-		w := &world{t: t, clock: mock, s: s, peers: map[peer.ID]*hostPeer{}}
+		w := &world{t: t, clock: mock, held: held, s: s, peers: map[peer.ID]*hostPeer{}}
 		body(w)
 		s.Stop()
 		synctest.Wait()
 		w.checkChannels()
 	})
 }
+
+// holdingClock is the mock clock with a switch that holds back the
+// scheduler's timer callbacks: time passes, the timer "fires", but the
+// scheduler does not hear of it. It lets a test act in the gap between a
+// deadline and the timer's callback, which a real clock leaves open.
+type holdingClock struct {
+	*clock.Mock
+	hold atomic.Bool
+}
+
+func (c *holdingClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
+	return c.Mock.AfterFunc(d, func() {
+		if !c.hold.Load() {
+			f()
+		}
+	})
+}
+
+// holdTimers holds back the scheduler's timer callbacks from now on.
+func (w *world) holdTimers() { w.held.hold.Store(true) }
 
 // advance moves the mock clock on and lets every timer callback finish.
 func (w *world) advance(d time.Duration) {

@@ -52,6 +52,7 @@ func (s *Scheduler) openOfferLocked() (t offer.Ticket, snd offer.Sender, generat
 	s.choices = s.pool.Best(s.choices[:0], s.maxOffer)
 	generation = s.book.Open(t, s.choices, size)
 	s.offerOpenings = openings
+	s.offering = t
 	return t, snd, generation, true
 }
 
@@ -60,6 +61,8 @@ func (s *Scheduler) openOfferLocked() (t offer.Ticket, snd offer.Sender, generat
 // passed over until something new opens if it did not. Caller holds
 // offersMu.
 func (s *Scheduler) closeOfferLocked(t offer.Ticket) {
+	s.offering = 0
+	s.offerClosed.Broadcast()
 	sent := s.book.Close()
 	switch {
 	case s.queue.Contains(t) && sent > 0:

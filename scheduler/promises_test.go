@@ -467,8 +467,11 @@ func TestPromise08_ResponsesAreBoundToTheirRequest(t *testing.T) {
 		require.NoError(t, w.s.Deliver("A", toA, "right"))
 		require.ErrorIs(t, w.s.Deliver("A", toA, "again"), ErrDuplicateResponse)
 
-		// A response at its deadline is late, even if the timer has not run yet.
-		w.clock.Set(w.clock.Now().Add(time.Second))
+		// A response at its deadline is late, even though the timer, held
+		// back here, has not run yet.
+		w.holdTimers()
+		w.advance(time.Second)
+		require.Empty(t, rec.of(lateA), "the timer has not run")
 		require.ErrorIs(t, w.s.Deliver("A", lateA, "late"), ErrLateResponse)
 		require.Equal(t, []string{"failure from A: timeout"}, rec.of(lateA))
 		require.Equal(t, []string{"failure from B: timeout"}, rec.of(toB), "B's request expired in the same step")
@@ -620,6 +623,43 @@ func TestPromise11_Withdrawal(t *testing.T) {
 		require.Zero(t, victim.offerCount())
 		require.Zero(t, victim.discards)
 		require.Equal(t, 1, killer.discards)
+	})
+}
+
+func TestPromise11_WithdrawingASenderWaitsForItsRunningOffer(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		release := make(chan struct{})
+		entered := make(chan struct{})
+		var returned atomic.Bool
+		var sendErr error
+		slow := &script{onOffer: func(o offer.Offer) {
+			close(entered)
+			<-release
+			_, sendErr = o.Request(0, "too late", newOutcomes(), time.Second)
+			returned.Store(true)
+		}}
+		ticket, err := w.s.Schedule(slow, 0)
+		require.NoError(t, err)
+		a := &hostPeer{id: "A"}
+		go func() { _ = w.s.Connect(a, 1) }() // runs the offer, which blocks
+		<-entered
+		withdrawn := make(chan bool)
+		go func() { withdrawn <- w.s.WithdrawSender(ticket) }()
+		synctest.Wait()
+		select {
+		case <-withdrawn:
+			t.Fatal("WithdrawSender returned while the sender's OnOffer was still running")
+		default:
+		}
+		close(release)
+		require.True(t, <-withdrawn)
+		require.True(t, returned.Load(), "OnOffer finished before the withdrawal returned")
+		require.ErrorIs(t, sendErr, ErrOfferExpired, "the withdrawal expired the offer at once")
+		synctest.Wait()
+		require.Equal(t, 1, w.usage("A").Open)
+		require.Equal(t, 1, slow.offerCount())
+		w.connect("B", 1)
+		require.Equal(t, 1, slow.offerCount(), "never offered again")
 	})
 }
 

@@ -94,6 +94,8 @@ type Scheduler struct {
 	book           offer.Book
 	choices        []peer.Choice // scratch for building offers
 	offerOpenings  uint64        // pool openings when the open offer was made
+	offering       offer.Ticket  // the sender whose OnOffer is about to run or running; 0 if none
+	offerClosed    sync.Cond     // signalled when offering is cleared
 	discardOnClose offer.Sender  // the offered sender, if Stop came during its offer
 	notified       uint64
 	sendErrors     uint64
@@ -165,6 +167,7 @@ func New(cfg Config) (*Scheduler, error) {
 	s.requestsMu.Init("requests", rankRequests)
 	s.callbacksMu.Init("callbacks", rankCallbacks)
 	s.idle.L = &s.callbacksMu
+	s.offerClosed.L = &s.offersMu
 	return s, nil
 }
 
@@ -259,11 +262,18 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 }
 
 // WithdrawSender takes the sender named t out of the queue. If it returns
-// true, none of the sender's callbacks will be called after it returns (an
-// offer it is in the middle of expires at once). It returns false if the
-// sender is no longer waiting: it sent, was discarded, or was withdrawn. A
-// sender that has sent during the offer it is in the middle of has left by
-// that send, so withdrawing it then returns false and leaves the offer open.
+// true, none of the sender's callbacks will be called after it returns. It
+// returns false if the sender is no longer waiting: it sent, was discarded,
+// or was withdrawn. A sender that has sent during the offer it is in the
+// middle of has left by that send, so withdrawing it then returns false and
+// leaves the offer open.
+//
+// If the sender is being offered channels when it is withdrawn, its offer
+// expires at once. Called from outside any callback, WithdrawSender then
+// waits for that OnOffer call to return (it may already have been handed
+// its offer), so that no callback of the sender runs after the withdrawal.
+// Called from inside a callback, it cannot wait for the callback that called
+// it, and returns at once.
 func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
 	s.offersMu.Lock()
 	defer s.offersMu.Unlock()
@@ -277,6 +287,11 @@ func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
 	}
 	if inOffer {
 		s.book.Close()
+	}
+	if s.offering == t && !insideCallback() {
+		for s.offering == t {
+			s.offerClosed.Wait()
+		}
 	}
 	return true
 }
