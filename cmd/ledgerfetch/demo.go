@@ -89,12 +89,13 @@ func (p demoPeer) behaviour(chaos bool) tcpnet.Behaviour {
 	return b
 }
 
-// profile is p simulated. With chaos every peer goes down at random.
-func (p demoPeer) profile(chaos bool) simnet.Profile {
+// profile is p simulated, one of peers. With chaos every peer goes down at
+// random, so that some peer does every chaosEvery on average.
+func (p demoPeer) profile(chaos bool, peers int) simnet.Profile {
 	prof := simnet.Profile{Latency: p.latency, Loss: p.loss, Faults: p.faults}
 	switch {
 	case chaos:
-		prof.RandomOutages = &simnet.RandomOutages{MeanUp: chaosMeanUp, MeanDown: chaosMeanDown}
+		prof.RandomOutages = &simnet.RandomOutages{MeanUp: chaosEvery * time.Duration(peers), MeanDown: chaosMeanDown}
 	case p.role == dropper:
 		prof.Outages = []simnet.Outage{{At: p.dropAt, For: downFor}}
 	}

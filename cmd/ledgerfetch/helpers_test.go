@@ -64,7 +64,7 @@ func TestDemoPeers(t *testing.T) {
 	if b := peers[13].behaviour(true); b.DropAfter != 0 {
 		t.Error("the dropper drops on its own under chaos")
 	}
-	if p := peers[0].profile(true); p.RandomOutages == nil || p.Validate() != nil {
+	if p := peers[0].profile(true, 16); p.RandomOutages == nil || p.Validate() != nil {
 		t.Errorf("chaos profile %+v", p)
 	}
 	o.peers, o.misbehave = 2, 2

@@ -15,11 +15,11 @@ import (
 	"github.com/peersched/peersched/tcpnet"
 )
 
-// Chaos: each peer goes down after a mean of chaosMeanUp and stays down for a
-// mean of chaosMeanDown (exponentially distributed), so with 16 peers one
-// goes down every quarter of a second or so.
+// Chaos: some peer goes down every chaosEvery on average, whatever the
+// number of peers, and stays down for chaosMeanDown on average (both
+// exponentially distributed).
 const (
-	chaosMeanUp   = 4 * time.Second
+	chaosEvery    = 250 * time.Millisecond
 	chaosMeanDown = 300 * time.Millisecond
 )
 
@@ -58,7 +58,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 		}
 		for _, dp := range peers {
 			roles[dp.id] = dp.role
-			p, err := sim.AddPeer(dp.id, dp.profile(o.chaos))
+			p, err := sim.AddPeer(dp.id, dp.profile(o.chaos, o.peers))
 			if err == nil {
 				err = ready.Connect(p, o.channels)
 			}
@@ -167,7 +167,8 @@ func (n *tcpNetwork) close() {
 }
 
 // startChaos kills a random server now and then and restarts it shortly
-// after, at the rates of the chaos constants, until close.
+// after, at the rates of the chaos constants, until close. One server is
+// down at a time.
 func (n *tcpNetwork) startChaos(seed uint64) {
 	n.stopChaos, n.chaosDone = make(chan struct{}), make(chan struct{})
 	rng := rand.New(rand.NewPCG(seed, 0x6368616f73)) // "chaos"
@@ -186,7 +187,7 @@ func (n *tcpNetwork) startChaos(seed uint64) {
 			}
 		}
 		for {
-			if !wait(exp(chaosMeanUp / time.Duration(len(n.servers)))) {
+			if !wait(exp(chaosEvery)) {
 				return
 			}
 			s := n.servers[rng.IntN(len(n.servers))]

@@ -58,7 +58,7 @@ func virtualFetch(t *testing.T, o options, l *ledger.Ledger, strategy string) (f
 			t.Fatal(err)
 		}
 		for _, dp := range demoPeers(o, l.Len()) {
-			p, err := sim.AddPeer(dp.id, dp.profile(o.chaos))
+			p, err := sim.AddPeer(dp.id, dp.profile(o.chaos, o.peers))
 			if err != nil {
 				t.Fatal(err)
 			}
