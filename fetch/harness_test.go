@@ -154,6 +154,13 @@ func runInBubble(t *testing.T, s sim) outcome {
 		select {
 		case r = <-done:
 		default:
+			if sched != nil {
+				// The fetch's sender is in the queue at most once: a second
+				// copy would halve every offer and outlive the fetch.
+				if n := sched.Stats().SendersWaiting; n > 1 {
+					t.Fatalf("%d senders waiting at %v", n, clk.Now().Sub(start))
+				}
+			}
 			if s.at != nil && clk.Now().Sub(start) >= s.atTime {
 				s.at(sched, cancel)
 				s.at = nil
@@ -162,6 +169,11 @@ func runInBubble(t *testing.T, s sim) outcome {
 			continue
 		}
 		break
+	}
+	if sched != nil {
+		if st := sched.Stats(); st.SendersWaiting != 0 {
+			t.Errorf("%d senders still waiting after Run returned", st.SendersWaiting)
+		}
 	}
 	out := outcome{rep: r.rep, err: r.err, virtual: clk.Now().Sub(start), peers: map[peer.ID]simnet.Stats{}}
 	for _, p := range peers {

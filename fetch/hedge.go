@@ -142,7 +142,7 @@ func (b *bulk) onHedgeTimer(gen uint64) {
 	case !idle:
 	case !queued:
 		b.scheduleFromOutside()
-	case declined && ticket != 0 && b.sched.WithdrawSender(ticket):
+	case declined && ticket != 0 && b.withdrawFromOutside(ticket):
 		b.scheduleFromOutside()
 	}
 }

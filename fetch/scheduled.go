@@ -112,14 +112,21 @@ type request struct {
 // peers counts the scheduler's connected peers.
 func (b *bulk) peers() int { return b.sched.Stats().Peers }
 
-// scheduleFromOutside schedules the sender from Run, which is not a
-// callback. The offer may come, and other callbacks run, before Schedule
+// scheduleFromOutside schedules the sender, unless it is in the queue
+// already, from a goroutine that is not running a callback (Run, or the
+// hedge timer). The offer may come, and other callbacks run, before Schedule
 // returns, so the lock is not held across it, and the ticket is kept only if
 // no offer has replaced the sender in the meantime. A wake-up that needed
 // the ticket meanwhile is carried out here.
 func (b *bulk) scheduleFromOutside() {
 	for {
 		b.mu.Lock()
+		if b.queued || b.finished {
+			// Never twice: a second copy in the queue would make every
+			// offer a fair share of one channel, and outlive the fetch.
+			b.mu.Unlock()
+			return
+		}
 		b.queued, b.declined, b.ticket = true, false, 0
 		b.gen++
 		gen := b.gen
@@ -141,13 +148,29 @@ func (b *bulk) scheduleFromOutside() {
 			return // an offer took the sender out and (maybe) scheduled its continuation
 		}
 		b.ticket = t
-		poke := b.poke && b.queued && b.declined && !b.finished
+		poke := b.poke && b.declined && !b.finished
 		b.poke = false
 		b.mu.Unlock()
-		if !poke || !b.sched.WithdrawSender(t) {
+		if !poke || !b.withdrawFromOutside(t) {
 			return
 		}
 	}
+}
+
+// withdrawFromOutside withdraws the sender waiting under ticket t and
+// reports whether it did; then it is no longer queued. Like
+// scheduleFromOutside it runs outside callbacks.
+func (b *bulk) withdrawFromOutside(t offer.Ticket) bool {
+	if !b.sched.WithdrawSender(t) {
+		return false
+	}
+	b.mu.Lock()
+	if b.ticket == t {
+		b.queued, b.ticket = false, 0
+		b.gen++
+	}
+	b.mu.Unlock()
+	return true
 }
 
 // scheduleLocked schedules the sender from inside a callback, where
