@@ -112,3 +112,58 @@ type senderFunc func(offer.Offer)
 
 func (f senderFunc) OnOffer(o offer.Offer) { f(o) }
 func (f senderFunc) OnDiscard()            {}
+
+// TestSchedulerRanksSilentPeerFirst reproduces a second scheduler flaw, also
+// skipped unless PEERSCHED_BUGS=1. Offers list channels best first: fewer
+// closed channels, then lower smoothed response time. A peer's response time
+// is 0 until it answers and only responses feed it, so a peer whose every
+// request times out ranks ahead of every peer that answers, whenever their
+// loads are equal (at the start of a fetch, and at its tail). The fetch
+// works around it by trying peers without recent failures first.
+func TestSchedulerRanksSilentPeerFirst(t *testing.T) {
+	if os.Getenv("PEERSCHED_BUGS") != "1" {
+		t.Skip("reproduces a known scheduler flaw; run with PEERSCHED_BUGS=1")
+	}
+	clk := clock.NewMock()
+	s, err := scheduler.New(scheduler.Config{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	silent, steady := &recorder{id: "a-silent"}, &recorder{id: "b-steady"}
+	for _, p := range []*recorder{silent, steady} {
+		if err := s.Connect(p, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One request each: the silent peer's times out, the steady peer's is
+	// answered after 10ms.
+	var sendErr error
+	if _, err := s.Schedule(senderFunc(func(o offer.Offer) {
+		for i := range 2 {
+			if _, err := o.Request(i, "get", receiver.Funcs{}, time.Second); err != nil {
+				sendErr = err
+			}
+		}
+	}), 0); err != nil || sendErr != nil {
+		t.Fatal(err, sendErr)
+	}
+	clk.Add(10 * time.Millisecond)
+	if err := s.Deliver(steady.ID(), receiver.RequestID(steady.ids[0]), "answer"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(time.Second) // the silent peer's request times out
+	// A Deliver enforces passed deadlines first, whether or not the mock's
+	// timer goroutine has run yet.
+	_ = s.Deliver("nobody", 1<<40, nil)
+	var first peer.ID
+	if _, err := s.Schedule(senderFunc(func(o offer.Offer) {
+		c, _ := o.Channel(0)
+		first = c.Peer
+	}), 0); err != nil {
+		t.Fatal(err)
+	}
+	if first != steady.ID() {
+		t.Errorf("first channel offered is %q's, which has never answered; want %q's", first, steady.ID())
+	}
+}
