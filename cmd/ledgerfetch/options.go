@@ -65,7 +65,7 @@ Flags:
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout (progress goes to stderr)")
 	fs.StringVar(&strategy, "strategy", "scheduler", "scheduler, peerset (the fixed peer set the scheduler replaces), or both, one after the other")
 	fs.StringVar(&connect, "connect", "", "fetch from running ledgerpeers at these comma-separated addresses instead (their -objects and -seed must match)")
-	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "how long a request may wait for its response")
+	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "the longest a request may wait for its response (through the scheduler, a request to a peer whose response times are known waits their RTO, at least 500ms)")
 	fs.DurationVar(&o.stall, "stall", 20*time.Second, "give up when no object has verified for this long")
 	fs.DurationVar(&o.wait, "wait", 5*time.Second, "how long to wait for the peers to connect before fetching")
 	if err := fs.Parse(args); err != nil {
