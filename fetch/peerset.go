@@ -30,7 +30,9 @@ var ErrPeersetStopped = errors.New("fetch: peerset fetch has ended")
 // that the comparison with Run is at the same per-peer load.
 //
 // A Peerset is a Host: wire a transport's connections and responses to it
-// instead of to a scheduler. It is safe for concurrent use. Create one with
+// instead of to a scheduler. It is safe for concurrent use. Like the
+// components it stands for, it calls Peer.Send with its own lock held, so a
+// peer's Send must not call back into it (simnet's and tcpnet's only queue). Create one with
 // NewPeerset; the zero value is not usable. It fetches once: after Run
 // returns, Deliver fails with ErrPeersetStopped and nothing more is sent.
 type Peerset struct {
