@@ -109,10 +109,17 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 	cands := pl.picks[:0]
 	cands = pl.pushCandidate(cands, pickCandidate{slot: pl.order[0]})
 	for picked := 0; picked < max && len(cands) > 0; picked++ {
-		var c pickCandidate
-		c, cands = pl.popCandidate(cands)
+		c := cands[0]
 		r := &pl.records[c.slot]
 		dst = append(dst, pl.choice(c.slot))
+		// The peer's next channel, if it has one, replaces it at the top
+		// and sinks to its place: one sift instead of a pop and a push.
+		if c.picked+1 < r.channels-r.closed {
+			cands[0].picked++
+			pl.siftDownCandidate(cands, 0)
+		} else {
+			cands = pl.popCandidate(cands)
+		}
 		if c.picked == 0 {
 			at := int(r.orderIndex)
 			for _, child := range [2]int{2*at + 1, 2*at + 2} {
@@ -120,9 +127,6 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 					cands = pl.pushCandidate(cands, pickCandidate{slot: pl.order[child]})
 				}
 			}
-		}
-		if c.picked+1 < r.channels-r.closed {
-			cands = pl.pushCandidate(cands, pickCandidate{slot: c.slot, picked: c.picked + 1})
 		}
 	}
 	pl.picks = cands[:0]
@@ -157,12 +161,18 @@ func (pl *Pool) pushCandidate(h []pickCandidate, c pickCandidate) []pickCandidat
 	return h
 }
 
-func (pl *Pool) popCandidate(h []pickCandidate) (pickCandidate, []pickCandidate) {
-	top := h[0]
+// popCandidate removes the best candidate from the heap h.
+func (pl *Pool) popCandidate(h []pickCandidate) []pickCandidate {
 	last := len(h) - 1
 	h[0] = h[last]
 	h = h[:last]
-	for i := 0; ; {
+	pl.siftDownCandidate(h, 0)
+	return h
+}
+
+// siftDownCandidate moves the candidate at i down the heap h to its place.
+func (pl *Pool) siftDownCandidate(h []pickCandidate, i int) {
+	for {
 		best := i
 		if l := 2*i + 1; l < len(h) && pl.candidateBefore(h[l], h[best]) {
 			best = l
@@ -171,10 +181,9 @@ func (pl *Pool) popCandidate(h []pickCandidate) (pickCandidate, []pickCandidate)
 			best = r
 		}
 		if best == i {
-			break
+			return
 		}
 		h[i], h[best] = h[best], h[i]
 		i = best
 	}
-	return top, h
 }
