@@ -48,8 +48,8 @@ type entry struct {
 	prev, next int32  // in the owner's list; -1 ends it
 	state      state
 	linked     bool   // in its owner's list
-	held       Reason // outcome held back while sending; answered is heldResponse
-	lastEnd    Reason // while free: how the last request ended (answered is heldResponse)
+	held       Reason // outcome held back while sending; while free, how the request before the last ended
+	lastEnd    Reason // how the slot's last ended request ended (answered is heldResponse)
 }
 
 // heldResponse marks a response in entry.held and entry.lastEnd, beside the
@@ -111,7 +111,9 @@ func (t *Table) Add(r Receiver, ref peer.Ref, sentAt time.Duration) RequestID {
 	// with pointers goes through typedmemmove, which cost more than the rest
 	// of Add put together. link sets prev, next and linked.
 	e.receiver, e.peer, e.deadline, e.sentAt, e.generation = r, ref, 0, sentAt, gen
-	e.state, e.held, e.lastEnd = stateSending, 0, 0
+	// lastEnd is kept: while the slot serves this request it tells how the
+	// slot's previous request ended, to classify a stray response to it.
+	e.state, e.held = stateSending, 0
 	t.link(slot)
 	t.n++
 	return makeID(gen, slot)
@@ -169,6 +171,11 @@ func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
 func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
 	slot, e := t.lookup(id)
 	if e == nil {
+		if end, ok := t.endOfPrevious(id); ok {
+			// The request just before the slot's current one: its slot
+			// remembers how it ended.
+			return Finished{}, false, strayResponseError(end)
+		}
 		if t.issuedBefore(id) {
 			// Its slot has gone to newer requests since it ended (the next
 			// request takes the slot freed last, so that is at once): a
@@ -178,13 +185,7 @@ func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, e
 		return Finished{}, false, ErrUnknownRequest
 	}
 	if e.state == stateFree {
-		switch e.lastEnd {
-		case heldResponse:
-			return Finished{}, false, ErrDuplicateResponse
-		case unsent, 0:
-			return Finished{}, false, ErrUnknownRequest
-		}
-		return Finished{}, false, ErrLateResponse
+		return Finished{}, false, strayResponseError(e.lastEnd)
 	}
 	// A request whose outcome is held back while it is sent has ended: like
 	// a free entry above, it answers duplicate or late whoever responds (its
@@ -318,7 +319,7 @@ func (t *Table) finish(slot int32, reason Reason, response any) Finished {
 	// Field by field for the reason given in Add; unlink (or the entry
 	// never having been linked) leaves prev, next and linked reset.
 	e.receiver, e.peer, e.deadline, e.sentAt = nil, peer.Ref{}, 0, 0
-	e.state, e.held, e.lastEnd = stateFree, 0, end
+	e.state, e.held, e.lastEnd = stateFree, e.lastEnd, end // held: how the request before ended
 	t.free = append(t.free, slot)
 	t.n--
 	return f
@@ -367,6 +368,35 @@ func (t *Table) lookup(id RequestID) (int32, *entry) {
 		return 0, nil
 	}
 	return int32(slot), e
+}
+
+// strayResponseError says why a response to a request that ended as end is
+// dropped.
+func strayResponseError(end Reason) error {
+	switch end {
+	case heldResponse:
+		return ErrDuplicateResponse
+	case unsent, 0:
+		return ErrUnknownRequest
+	}
+	return ErrLateResponse
+}
+
+// endOfPrevious reports how the request that id names ended, if it is the
+// one its slot served just before the request it serves now.
+func (t *Table) endOfPrevious(id RequestID) (Reason, bool) {
+	slot, gen := int64(uint32(id))-1, uint32(id>>32)
+	if slot < 0 || slot >= int64(len(t.entries)) || gen == 0 {
+		return 0, false
+	}
+	e := &t.entries[slot]
+	switch {
+	case e.generation != gen+1:
+		return 0, false
+	case e.state == stateFree:
+		return e.held, true // finish moved it there
+	}
+	return e.lastEnd, true
 }
 
 // issuedBefore reports whether id names an earlier request of a slot that

@@ -83,6 +83,10 @@ func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 		s.callbacksMu.Lock()
 		s.pending.pushFinished(&f)
 		s.callbacksMu.Unlock()
+		// A timeout is evidence too: the peer took at least this long. Without
+		// it a peer that never answers would keep the response time of a peer
+		// with no samples, 0, and be offered before every peer that answers.
+		s.pool.ObserveRTT(f.Peer, now-f.SentAt)
 		reopened = s.pool.Reopen(f.Peer) || reopened
 	}
 }

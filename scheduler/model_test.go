@@ -20,7 +20,9 @@ package scheduler
 //     channel; it lists the open channels best first (fewer closed, then
 //     lower RTT, then lower ID; a peer's k-th channel counts k more closed).
 //   - Request IDs are gen<<32 | slot+1; a new request takes the slot freed
-//     last. A response to an ID whose slot has been taken again is late.
+//     last. A slot remembers how the request it served just before its
+//     current one ended; a response to an older request of the slot is late.
+//   - A timeout feeds the peer's smoothed RTT, as a response does.
 //   - A request being sent (the host's Send has not returned) keeps the first
 //     outcome that comes for it and reports it when Send returns; if Send
 //     fails, the outcome is dropped and the receiver never called.
@@ -123,6 +125,7 @@ type mReq struct {
 type mSlot struct {
 	generation uint32
 	req        *mReq
+	prev       *mReq // the request the slot served before req
 }
 
 type mDeadline struct {
@@ -486,6 +489,7 @@ func (m *model) add(r receiver.Receiver, p *mPeer) *mReq {
 		m.slots = append(m.slots, mSlot{})
 	}
 	s := &m.slots[slot]
+	s.prev = s.req
 	s.generation++
 	if s.generation == 0 {
 		s.generation = 1
@@ -570,6 +574,13 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 	q := m.lookup(id)
 	slot := int64(uint32(id)) - 1
 	reused := q == nil && slot >= 0 && slot < int64(len(m.slots)) && uint32(id>>32) != 0 && uint32(id>>32) < m.slots[slot].generation
+	if reused {
+		if prev := m.slots[slot].prev; prev != nil && prev.id == id {
+			// The slot remembers the request it served just before: that
+			// one is classified by how it ended, like any ended request.
+			q, reused = prev, false
+		}
+	}
 	// An ended request (even one whose outcome is held back while it is
 	// sent) answers duplicate or late, whoever responds.
 	var err error
@@ -647,6 +658,7 @@ func (m *model) expire() (reopen []*mPeer) {
 			q.deadline = nil
 		default:
 			m.finish(q, timedOut)
+			m.observeRTT(q.to, m.now-q.sentAt) // a timeout is a sample too
 			reopen = append(reopen, q.to)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
 
@@ -157,10 +158,43 @@ func TestRegression_LateResponseAfterTheSlotIsReusedIsLate(t *testing.T) {
 		requestOn(t, w, newOutcomes()) // and the slot moves on again
 
 		require.ErrorIs(t, w.s.Deliver("A", old, "late"), ErrLateResponse)
-		require.ErrorIs(t, w.s.Deliver("A", answered, "late too"), ErrLateResponse)
+		// The slot remembers how the request it served just before its
+		// current one ended: a second answer to that one is a duplicate.
+		require.ErrorIs(t, w.s.Deliver("A", answered, "again"), ErrDuplicateResponse)
 		require.ErrorIs(t, w.s.Deliver("A", answered+2<<32, "never issued"), ErrUnknownRequest)
 		st := w.s.Stats()
-		require.Equal(t, uint64(2), st.Late)
+		require.Equal(t, uint64(1), st.Late)
+		require.Equal(t, uint64(1), st.Duplicate)
 		require.Equal(t, uint64(1), st.Unknown)
+	})
+}
+
+// A peer whose requests only ever time out was ranked as if it had never
+// been measured (response time 0), ahead of every peer that answers, so
+// offers kept leading with it. A timeout now counts as a response-time
+// sample of at least the timeout. Reported by the fetch, which had to work
+// around it.
+func TestRegression_APeerThatOnlyTimesOutIsNotOfferedFirst(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		w.connect("a-silent", 1)
+		w.connect("b-steady", 1)
+		rec := newOutcomes()
+		silent := requestOn(t, w, rec, "a-silent")
+		steady := requestOn(t, w, rec, "b-steady")
+		w.advance(10 * time.Millisecond)
+		require.NoError(t, w.s.Deliver("b-steady", steady, "answer"))
+		w.advance(time.Second)
+		require.Equal(t, []string{"failure from a-silent: timeout"}, rec.of(silent))
+
+		first := &script{}
+		_, err := w.s.Schedule(first, 0)
+		require.NoError(t, err)
+		require.Equal(t, []peer.ID{"b-steady", "a-silent"}, first.offers[0].channels,
+			"the peer that answered comes first; the silent one's response time is at least its timeout")
+		for _, u := range w.s.PeerUsage(nil) {
+			if u.ID == "a-silent" {
+				require.Equal(t, time.Second, u.RTT)
+			}
+		}
 	})
 }
