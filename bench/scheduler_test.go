@@ -50,7 +50,7 @@ type schedSystem struct {
 // another goroutine delivers responses while one runs the callbacks) the
 // open count grows, each offer gets slower, and the backlog feeds itself:
 // with the default, BenchmarkLifecycleParallel took about 100 µs per request
-// instead of under 1 µs. A deployment with many channels sets the cap, and
+// instead of about 1 µs. A deployment with many channels sets the cap, and
 // the benchmarks measure that configuration. A sender alone in the queue may
 // still close every channel it is shown, up to this many per offer.
 const offerChannels = 16
