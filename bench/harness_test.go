@@ -120,6 +120,21 @@ func makePeers(n int, prefix string, out *fifo) []*hostPeer {
 	return peers
 }
 
+// timeSteps is the timed loop the stepped benchmarks share: step until b is
+// done, then fail if the system saw an error outside the steps.
+func timeSteps(b *testing.B, sys system) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := sys.step(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := sys.err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // system is one implementation of a request's life, filled with requests
 // outstanding and then stepped: each step answers the oldest outstanding
 // request and sends one new one, so the number outstanding stays the same.

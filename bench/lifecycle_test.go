@@ -80,16 +80,7 @@ func BenchmarkLifecycle(b *testing.B) {
 			name := fmt.Sprintf("impl=%s/inflight=%d", impl, inflight)
 			b.Run(name, func(b *testing.B) {
 				fs := reuseFilled(b, "Lifecycle/"+name, impl, inflight, false)
-				b.ReportAllocs()
-				for b.Loop() {
-					if err := fs.step(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				b.StopTimer()
-				if err := fs.err(); err != nil {
-					b.Fatal(err)
-				}
+				timeSteps(b, fs)
 				b.ReportMetric(fs.bytesPerPending, "B/pending")
 			})
 		}

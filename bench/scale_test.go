@@ -43,16 +43,7 @@ func BenchmarkPeers(b *testing.B) {
 				}
 				return sys, sys.close
 			})
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := sys.step(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			if err := sys.err(); err != nil {
-				b.Fatal(err)
-			}
+			timeSteps(b, sys)
 		})
 	}
 }
@@ -96,16 +87,7 @@ func BenchmarkOffer(b *testing.B) {
 				}
 				return sys, sys.close
 			})
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := sys.step(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			if err := sys.err(); err != nil {
-				b.Fatal(err)
-			}
+			timeSteps(b, sys)
 		})
 	}
 }
