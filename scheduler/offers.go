@@ -185,7 +185,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		// The channel reopens now, not when the event came: until the send
 		// returned, the request held it. (A disconnected peer's channel is
 		// gone and stays gone.)
-		s.reopen([]peer.Ref{f.Peer})
+		s.reopenChannel(f.Peer)
 	}
 	return id, nil
 }

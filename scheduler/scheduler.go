@@ -363,19 +363,13 @@ func (s *Scheduler) afterReopening(reopened bool) {
 	s.run()
 }
 
-// reopen reopens one channel for each ref (skipping peers that have gone)
+// reopenChannel reopens one channel of ref's peer (unless the peer has gone)
 // and runs the offers and callbacks that follow.
-func (s *Scheduler) reopen(refs []peer.Ref) {
-	if len(refs) > 0 {
-		s.offersMu.Lock()
-		for _, ref := range refs {
-			s.pool.Reopen(ref)
-		}
-		s.offersMu.Unlock()
-		s.wantOffers()
-		return
-	}
-	s.run()
+func (s *Scheduler) reopenChannel(ref peer.Ref) {
+	s.offersMu.Lock()
+	reopened := s.pool.Reopen(ref)
+	s.offersMu.Unlock()
+	s.afterReopening(reopened)
 }
 
 // countEndLocked counts how a request ended. Caller holds requestsMu.
