@@ -51,17 +51,10 @@ func GetObjectsSize(m ledger.GetObjects) int {
 // ErrOversized if the count is above the limit, or ErrMalformed if the
 // payload's length does not match its count.
 func DecodeGetObjects(p []byte, maxHashes int) (ledger.GetObjects, error) {
-	if maxHashes <= 0 {
-		maxHashes = DefaultMaxItems
+	count, p, err := readCount(p, maxHashes, "GetObjects", "hashes")
+	if err != nil {
+		return ledger.GetObjects{}, err
 	}
-	if len(p) < countSize {
-		return ledger.GetObjects{}, fmt.Errorf("%w: GetObjects payload of %d bytes", ErrMalformed, len(p))
-	}
-	count := binary.BigEndian.Uint32(p)
-	if uint64(count) > uint64(maxHashes) {
-		return ledger.GetObjects{}, fmt.Errorf("%w: %d hashes, limit %d", ErrOversized, count, maxHashes)
-	}
-	p = p[countSize:]
 	if uint64(len(p)) != uint64(count)*ledger.HashSize {
 		return ledger.GetObjects{}, fmt.Errorf("%w: %d hashes in %d bytes", ErrMalformed, count, len(p))
 	}
@@ -109,17 +102,10 @@ func ObjectsSize(m ledger.Objects) int {
 // hold, a truncated item, an unknown item flag or trailing bytes. Its
 // allocation is bounded by len(p), whatever the count field claims.
 func DecodeObjects(p []byte, maxItems int) (ledger.Objects, error) {
-	if maxItems <= 0 {
-		maxItems = DefaultMaxItems
+	count, p, err := readCount(p, maxItems, "Objects", "items")
+	if err != nil {
+		return ledger.Objects{}, err
 	}
-	if len(p) < countSize {
-		return ledger.Objects{}, fmt.Errorf("%w: Objects payload of %d bytes", ErrMalformed, len(p))
-	}
-	count := binary.BigEndian.Uint32(p)
-	if uint64(count) > uint64(maxItems) {
-		return ledger.Objects{}, fmt.Errorf("%w: %d items, limit %d", ErrOversized, count, maxItems)
-	}
-	p = p[countSize:]
 	if uint64(count)*minItemSize > uint64(len(p)) {
 		return ledger.Objects{}, fmt.Errorf("%w: %d items cannot fit in %d bytes", ErrMalformed, count, len(p))
 	}
@@ -154,4 +140,23 @@ func DecodeObjects(p []byte, maxItems int) (ledger.Objects, error) {
 		return ledger.Objects{}, fmt.Errorf("%w: %d trailing bytes", ErrMalformed, len(p))
 	}
 	return m, nil
+}
+
+// readCount reads the count that opens a payload of the given message and
+// checks it against limit (zero or less means DefaultMaxItems), returning the
+// count and the rest of the payload. A payload too short for the count is
+// ErrMalformed; a count above the limit is ErrOversized, reported before
+// anything is allocated for it.
+func readCount(p []byte, limit int, message, things string) (uint32, []byte, error) {
+	if limit <= 0 {
+		limit = DefaultMaxItems
+	}
+	if len(p) < countSize {
+		return 0, nil, fmt.Errorf("%w: %s payload of %d bytes", ErrMalformed, message, len(p))
+	}
+	count := binary.BigEndian.Uint32(p)
+	if uint64(count) > uint64(limit) {
+		return 0, nil, fmt.Errorf("%w: %d %s, limit %d", ErrOversized, count, things, limit)
+	}
+	return count, p[countSize:], nil
 }
