@@ -9,7 +9,7 @@ import (
 )
 
 // model is the obviously-correct reference: one slice kept sorted by
-// (deadline, seq), searched linearly.
+// (deadline, time armed, after, seq), searched linearly.
 type model struct {
 	es  []modelEntry
 	seq uint64
@@ -17,6 +17,8 @@ type model struct {
 
 type modelEntry struct {
 	deadline time.Duration
+	at       time.Duration
+	after    time.Duration
 	seq      uint64
 	v        uint64
 	h        Handle
@@ -33,12 +35,10 @@ func (m *model) add(now, after time.Duration, v uint64, h Handle) {
 		d = maxDur
 	}
 	m.seq++
-	e := modelEntry{deadline: d, seq: m.seq, v: v, h: h}
+	e := modelEntry{deadline: d, at: now, after: after, seq: m.seq, v: v, h: h}
 	i, _ := slices.BinarySearchFunc(m.es, e, func(a, b modelEntry) int {
-		if c := cmp.Compare(a.deadline, b.deadline); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
+		return cmp.Or(cmp.Compare(a.deadline, b.deadline), cmp.Compare(a.at, b.at),
+			cmp.Compare(a.after, b.after), cmp.Compare(a.seq, b.seq))
 	})
 	m.es = slices.Insert(m.es, i, e)
 }
@@ -143,7 +143,7 @@ func runDifferential(t testing.TB, choose chooser) {
 			what = "remove issued"
 		case c < 50:
 			g, _ := choose(4)
-			s, _ := choose(len(q.nodes) + 2)
+			s, _ := choose(int(q.s.slots) + 2)
 			h := Handle(uint64(g)<<32 | uint64(s))
 			v, ok := q.Remove(h)
 			wv, wok := m.remove(h)

@@ -73,14 +73,19 @@ func TestQueueOrdering(t *testing.T) {
 			add(0, 10, 1), add(0, 10, 2), add(0, 10, 3), next(10, true, 3),
 		}, drain(1, 2, 3))},
 		{"equal deadlines across lanes fire in add order", cat([]step{
-			add(5, 10, 1), add(10, 5, 2), add(0, 15, 3), add(14, 1, 4), add(13, 2, 5),
+			add(0, 15, 1), add(5, 10, 2), add(10, 5, 3), add(13, 2, 4), add(14, 1, 5),
 			next(15, true, 5), idle(14),
 			pop(15, 1, true), pop(15, 2, true), pop(15, 3, true), pop(15, 4, true), pop(15, 5, true),
 		}, drain()),
 		},
+		{"equal deadlines across lanes, clock going back: earlier armed first", cat([]step{
+			add(5, 10, 1), add(10, 5, 2), add(0, 15, 3), add(14, 1, 4), add(13, 2, 5),
+			next(15, true, 5), idle(14),
+		}, drain(3, 1, 2, 5, 4)),
+		},
 		{"equal deadlines across lanes, later add in earlier lane", cat([]step{
 			add(0, 20, 1), add(10, 10, 2), add(10, 10, 3), add(0, 20, 4),
-		}, drain(1, 2, 3, 4))},
+		}, drain(1, 4, 2, 3))},
 		{"interleaved durations", []step{
 			add(0, 30, 1), add(0, 10, 2), add(5, 20, 3), add(6, 10, 4), add(7, 30, 5),
 			next(10, true, 5), idle(9), pop(10, 2, true), idle(10),
@@ -135,14 +140,15 @@ func TestQueueOrdering(t *testing.T) {
 			add(0, 10, 1),
 			rmRaw(0),                      // zero handle
 			rmRaw(2),                      // slot beyond the slab
-			rmRaw(1<<32 | 1),              // right slot, future generation
+			rmRaw(2<<32 | 1),              // right slot, future generation
 			rmRaw(math.MaxUint32<<32 | 1), // right slot, far generation
 			rmRaw(math.MaxUint64),         // all bits set
 			next(10, true, 1),
 		}},
 		{"issued handle of a freed slot at its current generation is rejected", []step{
 			add(0, 10, 1), pop(10, 1, true),
-			rmRaw(1<<32 | 1), // what the next Add into slot 0 will return
+			rmRaw(1<<32 | 1), // the popped one
+			rmRaw(2<<32 | 1), // what the next Add into slot 0 will return
 			next(0, false, 0),
 		}},
 		{"backwards now inserts in the middle and at the head", cat([]step{
@@ -150,10 +156,10 @@ func TestQueueOrdering(t *testing.T) {
 			add(50, 10, 2),  // 60: new head
 			add(105, 10, 3), // 115
 			add(100, 10, 4), // 110: after 1, before 3
-			add(20, 40, 5),  // 60: other lane, after 2 by seq
+			add(20, 40, 5),  // 60: other lane, before 2, armed earlier
 			add(10, 10, 6),  // 20: new global head
 			next(20, true, 6),
-		}, drain(6, 2, 5, 1, 4, 3))},
+		}, drain(6, 5, 2, 1, 4, 3))},
 		{"backwards now lifts a lower lane to the top of the heap", cat([]step{
 			add(40, 10, 1), // 50, lane 10
 			add(0, 40, 2),  // 40, lane 40 is on top
@@ -173,7 +179,10 @@ func TestQueueOrdering(t *testing.T) {
 			add(0, maxDur-1, 4), // maxDur-1 exactly: not saturated, fires first
 			add(1, maxDur, 5),
 			idle(maxDur - 2), next(maxDur-1, true, 5),
-		}, drain(4, 1, 2, 3, 5))},
+		}, drain(4, 3, 5, 1, 2))}, // saturated: in the order they were armed at
+		{"saturated at one instant: the shorter duration first", cat([]step{
+			add(10, maxDur, 1), add(10, maxDur-2, 2), add(10, maxDur-1, 3), add(10, maxDur-2, 4),
+		}, drain(2, 4, 3, 1))},
 		{"negative times", cat([]step{
 			add(-100, 10, 1), add(-100, 5, 2), idle(-96), pop(-95, 2, true),
 			next(-90, true, 1),
@@ -231,11 +240,11 @@ func TestQueueOrdering(t *testing.T) {
 	}
 }
 
-func TestNodeSize(t *testing.T) {
+func TestNodeHeaderSize(t *testing.T) {
 	// The slab is the working set at a million pending entries; a field
 	// added carelessly would cost every one of them.
-	if got := unsafe.Sizeof(node{}); got != 40 {
-		t.Fatalf("node is %d bytes; want 40", got)
+	if got := unsafe.Offsetof(node[uint64]{}.value); got != 24 {
+		t.Fatalf("a node's value starts at byte %d; want 24", got)
 	}
 }
 
@@ -258,8 +267,8 @@ func TestHandlesAreUniqueAndNonZero(t *testing.T) {
 			}
 		}
 	}
-	if len(q.nodes) != 20 {
-		t.Fatalf("slab grew to %d slots; want 20, freed slots should be reused", len(q.nodes))
+	if q.s.slots != 20 {
+		t.Fatalf("slab grew to %d slots; want 20, freed slots should be reused", q.s.slots)
 	}
 	// Every handle ever issued is now stale.
 	for h := range seen {
@@ -274,7 +283,7 @@ func TestGenerationExhaustionRetiresSlot(t *testing.T) {
 	q.Remove(q.Add(0, 10, 1))
 	// Fast-forward slot 0 to its last generation instead of cycling it
 	// 2^32 times.
-	q.nodes[0].gen = math.MaxUint32
+	q.s.node(0).gen = math.MaxUint32 - 1
 	last := q.Add(0, 10, 2)
 	if last != math.MaxUint32<<32|1 {
 		t.Fatalf("Add = %#x; want the slot 0 handle at the last generation", uint64(last))
@@ -308,8 +317,8 @@ func TestManyDistinctDurations(t *testing.T) {
 		q.Add(0, time.Duration(i), uint64(i))
 	}
 	checkInvariants(t, &q)
-	if len(q.heap) != n {
-		t.Fatalf("%d lanes in the heap; want %d", len(q.heap), n)
+	if len(q.s.heap) != n {
+		t.Fatalf("%d lanes in the heap; want %d", len(q.s.heap), n)
 	}
 	for i := 1; i <= n; i++ {
 		if v, ok := q.PopDue(time.Duration(i)); !ok || v != uint64(i) {
@@ -319,13 +328,13 @@ func TestManyDistinctDurations(t *testing.T) {
 			checkInvariants(t, &q)
 		}
 	}
-	if len(q.heap) != 0 || len(q.byAfter) != 0 {
-		t.Fatalf("empty queue still has %d heap lanes, %d mapped", len(q.heap), len(q.byAfter))
+	if len(q.s.heap) != 0 || len(q.s.byAfter) != 0 {
+		t.Fatalf("empty queue still has %d heap lanes, %d mapped", len(q.s.heap), len(q.s.byAfter))
 	}
 	// Lane records are recycled, not grown.
 	q.Add(0, 7, 7)
-	if len(q.lanes) != n {
-		t.Fatalf("lanes grew to %d; want %d recycled records", len(q.lanes), n)
+	if len(q.s.lanes) != n {
+		t.Fatalf("lanes grew to %d; want %d recycled records", len(q.s.lanes), n)
 	}
 }
 
@@ -393,42 +402,45 @@ func TestZeroAllocsSteadyState(t *testing.T) {
 	})
 }
 
-// checkInvariants verifies every invariant documented on Queue.
+// checkInvariants verifies every invariant of q's slab.
 func checkInvariants(t testing.TB, q *Queue) {
 	t.Helper()
+	checkSlab(t, &q.s)
+}
+
+// checkSlab verifies every invariant documented in the package comment.
+func checkSlab[V any](t testing.TB, s *Slab[V]) {
+	t.Helper()
 	live := 0
-	for k, l := range q.heap {
-		ln := &q.lanes[l]
+	for k, l := range s.heap {
+		ln := &s.lanes[l]
 		if int(ln.pos) != k {
 			t.Fatalf("lane %d at heap[%d] records pos %d", l, k, ln.pos)
 		}
-		if k > 0 && q.less(l, q.heap[(k-1)/2]) {
+		if k > 0 && s.less(l, s.heap[(k-1)/2]) {
 			t.Fatalf("heap order broken at %d", k)
 		}
-		if got, ok := q.byAfter[ln.after]; !ok || got != l {
+		if got, ok := s.byAfter[ln.after]; !ok || got != l {
 			t.Fatalf("byAfter[%d] = %d, %v; want lane %d", ln.after, got, ok, l)
 		}
 		if ln.head == none {
 			t.Fatalf("empty lane %d in the heap", l)
 		}
-		if q.nodes[ln.head].prev != none {
+		if s.node(ln.head).prev != none {
 			t.Fatalf("lane %d head has a prev", l)
 		}
 		prev := int32(none)
-		for i := ln.head; i != none; i = q.nodes[i].next {
-			nd := &q.nodes[i]
+		for i := ln.head; i != none; i = s.node(i).next {
+			nd := s.node(i)
 			if nd.lane != l || nd.prev != prev {
 				t.Fatalf("node %d: lane %d prev %d; want lane %d prev %d", i, nd.lane, nd.prev, l, prev)
 			}
-			if prev != none {
-				p := &q.nodes[prev]
-				if p.deadline > nd.deadline || (p.deadline == nd.deadline && p.seq >= nd.seq) {
-					t.Fatalf("lane %d not sorted at node %d", l, i)
-				}
+			if prev != none && before(nd.at, s.node(prev).at, ln.after) {
+				t.Fatalf("lane %d not sorted at node %d", l, i)
 			}
 			prev = i
 			live++
-			if live > len(q.nodes) {
+			if live > int(s.slots) {
 				t.Fatalf("cycle in lane %d", l)
 			}
 		}
@@ -436,40 +448,47 @@ func checkInvariants(t testing.TB, q *Queue) {
 			t.Fatalf("lane %d tail %d; want %d", l, ln.tail, prev)
 		}
 	}
-	if len(q.byAfter) != len(q.heap) {
-		t.Fatalf("byAfter has %d lanes, heap %d", len(q.byAfter), len(q.heap))
+	if len(s.byAfter) != len(s.heap) {
+		t.Fatalf("byAfter has %d lanes, heap %d", len(s.byAfter), len(s.heap))
 	}
-	if live != q.n || q.Len() != q.n {
-		t.Fatalf("%d nodes reachable, n = %d", live, q.n)
+	if live != s.armed || s.Len() != s.armed {
+		t.Fatalf("%d nodes reachable, armed = %d", live, s.armed)
 	}
 	free := 0
-	for i := q.freeSlot(); i != none; i = q.nodes[i].next {
-		if q.nodes[i].lane != none {
-			t.Fatalf("free slot %d is marked live", i)
+	for i := s.freeSlot(); i != none; i = s.node(i).next {
+		if s.node(i).lane != freed {
+			t.Fatalf("free slot %d is marked held", i)
 		}
 		free++
-		if free > len(q.nodes) {
+		if free > int(s.slots) {
 			t.Fatal("cycle in free list")
 		}
 	}
-	marked := 0
-	for i := range q.nodes {
-		if q.nodes[i].lane != none {
-			marked++
+	armed, held := 0, 0
+	for i := int32(0); i < s.slots; i++ {
+		switch nd := s.node(i); {
+		case nd.lane >= 0:
+			armed++
+			held++
+		case nd.lane == unarmed:
+			held++
 		}
 	}
-	if marked != live {
-		t.Fatalf("%d nodes marked live, %d reachable", marked, live)
+	if armed != live {
+		t.Fatalf("%d nodes marked armed, %d reachable", armed, live)
 	}
-	if live+free > len(q.nodes) {
-		t.Fatalf("%d live + %d free > %d slots", live, free, len(q.nodes))
+	if held != s.used || s.Used() != s.used {
+		t.Fatalf("%d nodes marked held, used = %d", held, s.used)
 	}
-	for _, l := range q.freeLanes {
-		if q.lanes[l].head != none {
+	if held+free > int(s.slots) {
+		t.Fatalf("%d held + %d free > %d slots", held, free, s.slots)
+	}
+	for _, l := range s.freeLanes {
+		if s.lanes[l].head != none {
 			t.Fatalf("free lane %d has a head", l)
 		}
 	}
-	if len(q.freeLanes)+len(q.heap) != len(q.lanes) {
-		t.Fatalf("%d free + %d live lanes != %d records", len(q.freeLanes), len(q.heap), len(q.lanes))
+	if len(s.freeLanes)+len(s.heap) != len(s.lanes) {
+		t.Fatalf("%d free + %d live lanes != %d records", len(s.freeLanes), len(s.heap), len(s.lanes))
 	}
 }

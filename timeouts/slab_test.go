@@ -1,0 +1,158 @@
+package timeouts
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// record is a value a caller might keep per slot.
+type record struct {
+	name     string
+	lastSeen int
+}
+
+func TestSlabHoldsSlotsApartFromTheirDeadlines(t *testing.T) {
+	var s Slab[record]
+	a, ra := s.Alloc()
+	ra.name = "a"
+	b, rb := s.Alloc()
+	rb.name = "b"
+	if s.Used() != 2 || s.Len() != 0 {
+		t.Fatalf("Used, Len = %d, %d; want 2 held, 0 armed", s.Used(), s.Len())
+	}
+	if _, _, ok := s.PopDue(math.MaxInt64); ok {
+		t.Fatal("an unarmed slot fired")
+	}
+	if !s.Arm(a, 100, 10) || !s.Arm(b, 100, 5) {
+		t.Fatal("Arm of a held slot failed")
+	}
+	if d, ok := s.Next(); !ok || d != 105 {
+		t.Fatalf("Next = %d, %v; want 105", d, ok)
+	}
+	h, v, ok := s.PopDue(105)
+	if !ok || h != b || v.name != "b" {
+		t.Fatalf("PopDue(105) = %#x %v %v; want b", uint64(h), v, ok)
+	}
+	// Firing disarms and keeps the slot held, its value and its arming time
+	// readable, until the caller frees it.
+	if got := s.Get(b); got == nil || got.name != "b" {
+		t.Fatalf("Get(b) after it fired = %v; want its record", got)
+	}
+	if at, ok := s.ArmedAt(b); !ok || at != 100 {
+		t.Fatalf("ArmedAt(b) = %d, %v; want 100", at, ok)
+	}
+	if s.Disarm(b) {
+		t.Fatal("Disarm of a slot that already fired succeeded")
+	}
+	// Re-arming replaces the deadline.
+	if !s.Arm(a, 100, 50) {
+		t.Fatal("re-Arm failed")
+	}
+	if d, _ := s.Next(); d != 150 || s.Len() != 1 {
+		t.Fatalf("after re-Arm: Next %d, Len %d; want 150, 1", d, s.Len())
+	}
+	if !s.Disarm(a) || s.Len() != 0 {
+		t.Fatalf("Disarm(a) left Len %d", s.Len())
+	}
+	checkSlab(t, &s)
+
+	// Free keeps the value for the slot's next holder, and makes the old
+	// handle stale everywhere.
+	rb.lastSeen = 7
+	if !s.Free(b) || s.Free(b) {
+		t.Fatal("Free should succeed once")
+	}
+	if s.Get(b) != nil || s.Arm(b, 0, 1) || s.Disarm(b) {
+		t.Fatal("a freed handle still works")
+	}
+	if _, ok := s.ArmedAt(b); ok {
+		t.Fatal("ArmedAt answered for a freed handle")
+	}
+	v, gen, held := s.Slot(b)
+	if v == nil || v.lastSeen != 7 || gen != uint32(b>>32) || held {
+		t.Fatalf("Slot(b) = %v, gen %d, held %v; want the old record, its generation, free", v, gen, held)
+	}
+	c, rc := s.Alloc()
+	if uint32(c) != uint32(b) || c == b {
+		t.Fatalf("Alloc = %#x; want slot of %#x reused with a new generation", uint64(c), uint64(b))
+	}
+	if rc.lastSeen != 7 {
+		t.Fatalf("the new holder sees lastSeen %d; want what the last holder left, 7", rc.lastSeen)
+	}
+	checkSlab(t, &s)
+}
+
+func TestSlabFreeingAnArmedSlotDisarmsIt(t *testing.T) {
+	var s Slab[int]
+	a, _ := s.Alloc()
+	b, _ := s.Alloc()
+	s.Arm(a, 0, 10)
+	s.Arm(b, 0, 10)
+	s.Free(a)
+	if s.Len() != 1 {
+		t.Fatalf("Len = %d; want 1", s.Len())
+	}
+	if h, _, ok := s.PopDue(10); !ok || h != b {
+		t.Fatalf("PopDue = %#x, %v; want b", uint64(h), ok)
+	}
+	checkSlab(t, &s)
+}
+
+func TestSlabAllVisitsHeldSlotsInSlotOrder(t *testing.T) {
+	var s Slab[int]
+	var hs []Handle
+	for i := range 5 {
+		h, v := s.Alloc()
+		*v = i
+		hs = append(hs, h)
+	}
+	s.Free(hs[1])
+	s.Free(hs[3])
+	var got []int
+	for h, v := range s.All() {
+		if s.Get(h) != v {
+			t.Fatalf("All yielded %#x with a value Get does not return", uint64(h))
+		}
+		got = append(got, *v)
+		s.Free(h) // freeing during the walk is allowed
+	}
+	if len(got) != 3 || got[0] != 0 || got[1] != 2 || got[2] != 4 {
+		t.Fatalf("All yielded %v; want [0 2 4]", got)
+	}
+	if s.Used() != 0 {
+		t.Fatalf("Used = %d after freeing all", s.Used())
+	}
+	checkSlab(t, &s)
+}
+
+func TestSlabGrowsInWholePages(t *testing.T) {
+	var s Slab[int]
+	n := 3*pageSize + 5
+	first, v := s.Alloc()
+	*v = -1
+	for i := 1; i < n; i++ {
+		h, v := s.Alloc()
+		*v = i
+		s.Arm(h, time.Duration(i), 10)
+	}
+	if len(s.pages) != 4 {
+		t.Fatalf("%d pages for %d slots; want 4", len(s.pages), n)
+	}
+	for p := 1; p < len(s.pages); p++ {
+		if cap(s.pages[p]) != pageSize {
+			t.Fatalf("page %d has capacity %d; want %d", p, cap(s.pages[p]), pageSize)
+		}
+	}
+	if *s.Get(first) != -1 {
+		t.Fatal("the first slot's value was lost in growing")
+	}
+	for i := 1; i < n; i++ {
+		h, v, ok := s.PopDue(math.MaxInt64)
+		if !ok || *v != i {
+			t.Fatalf("pop %d: %v, %v", i, v, ok)
+		}
+		s.Free(h)
+	}
+	checkSlab(t, &s)
+}
