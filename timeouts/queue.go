@@ -45,6 +45,9 @@ import "time"
 // freed and handed out again is detectably stale.
 type Handle uint64
 
+// Slot returns the number of the slot h names, for Slab.At.
+func (h Handle) Slot() int32 { return int32(uint32(h)) - 1 }
+
 // none marks a missing index in the int32 links (list ends, free nodes).
 const none = -1
 
@@ -69,9 +72,8 @@ func (q *Queue) Next() (deadline time.Duration, ok bool) { return q.s.Next() }
 // See Slab.Arm for non-positive durations, saturation and clocks that go
 // backwards.
 func (q *Queue) Add(now, after time.Duration, value uint64) Handle {
-	h, v := q.s.Alloc()
+	h, v := q.s.AllocArmed(now, after)
 	*v = value
-	q.s.Arm(h, now, after)
 	return h
 }
 
@@ -79,13 +81,12 @@ func (q *Queue) Add(now, after time.Duration, value uint64) Handle {
 // queue is unchanged, if h already fired, was already removed, or was never
 // issued by this queue (including the zero Handle).
 func (q *Queue) Remove(h Handle) (value uint64, ok bool) {
-	v := q.s.Get(h)
-	if v == nil {
+	i, nd := q.s.lookup(h)
+	if nd == nil {
 		return 0, false
 	}
-	value = *v
-	q.s.Free(h)
-	return value, true
+	q.s.free(i, nd)
+	return nd.value, true
 }
 
 // PopDue removes and returns the value of the earliest entry if its
@@ -96,7 +97,7 @@ func (q *Queue) PopDue(now time.Duration) (value uint64, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	value = *v
-	q.s.Free(h)
-	return value, true
+	i := h.Slot()
+	q.s.free(i, q.s.node(i))
+	return *v, true
 }

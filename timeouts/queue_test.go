@@ -435,7 +435,7 @@ func checkSlab[V any](t testing.TB, s *Slab[V]) {
 			if nd.lane != l || nd.prev != prev {
 				t.Fatalf("node %d: lane %d prev %d; want lane %d prev %d", i, nd.lane, nd.prev, l, prev)
 			}
-			if prev != none && before(nd.at, s.node(prev).at, ln.after) {
+			if prev != none && nd.at < s.node(prev).at {
 				t.Fatalf("lane %d not sorted at node %d", l, i)
 			}
 			prev = i

@@ -20,11 +20,12 @@ import (
 // The zero value is an empty slab ready to use. A Slab is not safe for
 // concurrent use. Pointers to values are valid until the next Alloc.
 //
-// Memory: slots are allocated in pages of pageSize, so the slab costs the
-// size of a slot (24 bytes plus V) per slot at its high-water mark, with no
-// slack from doubling, and is reused, never released.
+// Memory: slots are allocated in whole pages of pageSize, so the slab costs
+// the size of a slot (24 bytes plus V) per slot at its high-water mark, with
+// no slack from doubling, plus at most one page not yet used; it is reused,
+// never released.
 type Slab[V any] struct {
-	pages     [][]node[V]
+	pages     []*[pageSize]node[V]
 	slots     int32 // slots ever handed out; the next new slot
 	freeNode  int32 // head of the free slot list plus one; see freeSlot
 	lanes     []lane
@@ -60,8 +61,13 @@ type lane struct {
 	pos   int32 // index in Slab.heap while the lane is live
 }
 
+// pageSize is the number of slots allocated at once. A fixed-size page makes
+// finding a slot one bounds check and two loads. 1024 slots of the request
+// table's 56 bytes are exactly seven runtime pages; a smaller page of a type
+// with pointers would carry an allocation header, and 512 such slots would
+// round up to a size class an eighth larger.
 const (
-	pageShift = 9
+	pageShift = 10
 	pageSize  = 1 << pageShift
 	pageMask  = pageSize - 1
 )
@@ -98,6 +104,18 @@ func (s *Slab[V]) lookup(h Handle) (int32, *node[V]) {
 //
 // Alloc panics if the slab would need more than math.MaxInt32 slots.
 func (s *Slab[V]) Alloc() (Handle, *V) {
+	i, nd := s.alloc()
+	return makeHandle(nd.gen, i), &nd.value
+}
+
+// AllocArmed is Alloc followed by Arm(h, now, after).
+func (s *Slab[V]) AllocArmed(now, after time.Duration) (Handle, *V) {
+	i, nd := s.alloc()
+	s.arm(i, nd, now, after)
+	return makeHandle(nd.gen, i), &nd.value
+}
+
+func (s *Slab[V]) alloc() (int32, *node[V]) {
 	i := s.freeSlot()
 	var nd *node[V]
 	if i != none {
@@ -106,10 +124,10 @@ func (s *Slab[V]) Alloc() (Handle, *V) {
 	} else {
 		i, nd = s.grow()
 	}
-	nd.gen++ // never wraps: a slot at the last generation is retired by Free
+	nd.gen++ // never wraps: a slot at the last generation is retired by free
 	nd.lane, nd.prev, nd.next = unarmed, none, none
 	s.used++
-	return makeHandle(nd.gen, i), &nd.value
+	return i, nd
 }
 
 // grow appends a new slot.
@@ -118,30 +136,28 @@ func (s *Slab[V]) grow() (int32, *node[V]) {
 		// Slots are int32 and handles store slot+1 in 32 bits.
 		panic("timeouts: too many slots")
 	}
-	p := int(s.slots >> pageShift)
-	if p == len(s.pages) {
-		// The first page grows by doubling, so that a small slab stays
-		// small; later pages are whole from the start.
-		c := pageSize
-		if p == 0 {
-			c = 8
-		}
-		s.pages = append(s.pages, make([]node[V], 0, c))
+	if int(s.slots>>pageShift) == len(s.pages) {
+		s.pages = append(s.pages, new([pageSize]node[V]))
 	}
-	s.pages[p] = append(s.pages[p], node[V]{})
 	i := s.slots
 	s.slots++
 	return i, s.node(i)
 }
 
 // Free disarms h if it is armed and gives its slot back. The value is kept
-// for the slot's next holder to read. ok is false, and nothing changes, if
-// h is not a current holder.
-func (s *Slab[V]) Free(h Handle) bool {
+// for the slot's next holder to read. It returns when h was last armed (see
+// ArmedAt), which a caller timing its messages usually wants at this point.
+// ok is false, and nothing changes, if h is not a current holder.
+func (s *Slab[V]) Free(h Handle) (armedAt time.Duration, ok bool) {
 	i, nd := s.lookup(h)
 	if nd == nil {
-		return false
+		return 0, false
 	}
+	s.free(i, nd)
+	return nd.at, true
+}
+
+func (s *Slab[V]) free(i int32, nd *node[V]) {
 	if nd.lane >= 0 {
 		s.unlink(i, nd)
 	}
@@ -152,11 +168,10 @@ func (s *Slab[V]) Free(h Handle) bool {
 		// issued 2^32 holders ago and revive that holder's handles. That
 		// costs one slot per 2^32 uses of it.
 		nd.next = none
-		return true
+		return
 	}
 	nd.next = s.freeSlot()
 	s.setFreeSlot(i)
-	return true
 }
 
 // Get returns the value of h's slot, or nil if h is not its current holder.
@@ -165,6 +180,14 @@ func (s *Slab[V]) Get(h Handle) *V {
 		return &nd.value
 	}
 	return nil
+}
+
+// At returns the handle and value of the holder of slot i, which must be
+// held. It lets a caller that links its values by slot number follow the
+// links.
+func (s *Slab[V]) At(i int32) (Handle, *V) {
+	nd := s.node(i)
+	return makeHandle(nd.gen, i), &nd.value
 }
 
 // Slot returns the value of the slot h names, whoever holds it now, with the
@@ -239,6 +262,11 @@ func (s *Slab[V]) Arm(h Handle, now, after time.Duration) bool {
 	if nd == nil {
 		return false
 	}
+	s.arm(i, nd, now, after)
+	return true
+}
+
+func (s *Slab[V]) arm(i int32, nd *node[V], now, after time.Duration) {
 	if nd.lane >= 0 {
 		s.unlink(i, nd)
 	}
@@ -258,7 +286,6 @@ func (s *Slab[V]) Arm(h Handle, now, after time.Duration) bool {
 		s.insertSorted(l, i, nd)
 	}
 	s.armed++
-	return true
 }
 
 // Disarm clears h's deadline. It returns false if h is not a current holder
@@ -289,23 +316,17 @@ func (s *Slab[V]) PopDue(now time.Duration) (h Handle, v *V, ok bool) {
 	return makeHandle(nd.gen, i), &nd.value, true
 }
 
-// before orders two nodes of one lane: by deadline, then by the time armed.
-// (Within a lane the second only matters for deadlines that saturated.)
-func before(a, b time.Duration, after time.Duration) bool {
-	da, db := deadlineOf(a, after), deadlineOf(b, after)
-	if da != db {
-		return da < db
-	}
-	return a < b
-}
-
 // insertSorted links node i into the non-empty lane l after the last node
 // that does not come after it, so equal keys stay in Arm order. The normal
 // case is an append.
+//
+// Within a lane, (deadline, time armed) order is time-armed order: the
+// deadline is the time armed plus the lane's duration, saturated, which
+// never reverses two times.
 func (s *Slab[V]) insertSorted(l, i int32, nd *node[V]) {
 	ln := &s.lanes[l]
 	after := ln.tail
-	for after != none && before(nd.at, s.node(after).at, ln.after) {
+	for after != none && nd.at < s.node(after).at {
 		after = s.node(after).prev
 	}
 	nd.prev = after
