@@ -4,29 +4,34 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/timeouts"
 )
 
-// Table remembers every outstanding request: its receiver, the peer it was
-// sent to, its deadline and when it was sent. It hands out request IDs and
-// decides, for each event that can end a request (a response, its deadline,
-// its peer's disconnect, a shutdown, a withdrawal), whether the event ends it
-// and how. It never calls a receiver: it returns a Finished record and the
-// scheduler makes the call after releasing its locks.
+// Table remembers every message that keeps a channel closed: each request,
+// with its receiver, the peer it was sent to and when; and each
+// notification, until the peer has had time to digest it. Every one has its
+// deadline in the same slot as its record (a timeouts.Slab), so a pending
+// request costs one 56-byte slot, and its ID is the slot's handle.
+//
+// The table hands out request IDs and decides, for each event that can end
+// a request (a response, its deadline, its peer's disconnect, a shutdown, a
+// withdrawal), whether the event ends it and how. It never calls a receiver:
+// it returns a Finished record and the scheduler makes the call after
+// releasing its locks.
 //
 // A request is "sending" from Add until the host's send returns (Sent or
 // Unsend). An event that would end it meanwhile is held back and applied by
 // Sent, or dropped by Unsend, so a failed send never reaches its receiver.
 //
-// Requests to one peer are linked in a list, so failing them on disconnect
-// costs O(that peer's requests). The zero Table is ready to use; it is not
+// Messages to one peer are linked in a list, so failing them on disconnect
+// costs O(that peer's messages). The zero Table is ready to use; it is not
 // safe for concurrent use (the scheduler guards it with its requests lock).
 type Table struct {
-	entries []entry
-	free    []int32       // slots free for reuse, most recently freed last
-	owners  []owner       // per peer slot: the connected peer's identity and its requests
-	n       int           // requests outstanding
-	early   map[int32]any // responses held back while their request is sent
-	visited int           // entries FailPeer has looked at, ever
+	slab    timeouts.Slab[entry]
+	owners  []owner           // per peer slot: the connected peer's identity and its messages
+	n       int               // requests outstanding
+	early   map[RequestID]any // responses held back while their request is sent
+	visited int               // entries FailPeer has looked at, ever
 }
 
 type state uint8
@@ -35,19 +40,20 @@ const (
 	stateFree state = iota
 	stateSending
 	statePending
+	stateDigesting // a notification, until its deadline
 )
 
-// entry is one slot of the table. While free it remembers how its last
-// request ended, to tell a duplicate or late response from an unknown one.
+// entry is one message's record, stored in its deadline's slot. While free
+// it remembers how the slot's last request ended, to tell a duplicate or
+// late response from an unknown one. Its peer is the owner slot it is
+// linked under; an entry whose peer disconnected while it was being sent is
+// unlinked and names no peer.
 type entry struct {
-	receiver   Receiver // nil once withdrawn
-	peer       peer.Ref
-	deadline   uint64 // the caller's handle on this request's deadline
-	sentAt     time.Duration
-	generation uint32 // of the current request, or of the last one while free
-	prev, next int32  // in the owner's list; -1 ends it
+	receiver   Receiver // nil once withdrawn, and for notifications
+	peer       int32    // owner slot, while linked
+	prev, next int32    // in the owner's list; -1 ends it
 	state      state
-	linked     bool   // in its owner's list
+	linked     bool
 	held       Reason // outcome held back while sending; while free, how the request before the last ended
 	lastEnd    Reason // how the slot's last ended request ended (answered is heldResponse)
 }
@@ -56,30 +62,30 @@ type entry struct {
 // failure reasons.
 const heldResponse Reason = 255
 
-// unsent marks, in entry.lastEnd, a request whose send failed: the peer never
-// saw it, so any response to it is unknown.
+// unsent marks, in entry.lastEnd, a request whose send failed (the peer
+// never saw it) or a notification: a response naming either is unknown.
 const unsent Reason = 254
 
 type owner struct {
-	id          peer.ID
-	incarnation uint32
-	head        int32
+	id   peer.ID
+	ref  peer.Ref // zero while no peer is registered in the slot
+	head int32
 }
 
-// Finished describes a request that an event has ended.
+// Finished describes a message that an event has ended.
 type Finished struct {
-	ID       RequestID
-	Receiver Receiver // nil if the request was withdrawn: call nothing
-	Peer     peer.Ref
-	PeerID   peer.ID
-	Deadline uint64        // the handle given to Arm; the caller disarms it
-	SentAt   time.Duration // as given to Add
-	Reason   Reason        // 0 when answered
-	Response any           // the response, when answered
+	ID           RequestID // 0 for a notification
+	Receiver     Receiver  // nil if the request was withdrawn, or for a notification: call nothing
+	Peer         peer.Ref  // zero if the peer has disconnected since
+	PeerID       peer.ID   // "" if the peer has disconnected since
+	SentAt       time.Duration
+	Response     any    // the response, when answered
+	Reason       Reason // 0 when answered
+	Notification bool   // a notification, done being digested
 }
 
 // Answered reports whether the request ended with a response.
-func (f *Finished) Answered() bool { return f.Reason == 0 }
+func (f *Finished) Answered() bool { return f.Reason == 0 && !f.Notification }
 
 // Register records that the peer ref, named id, is connected, so responses
 // from it can be checked against the requests sent to it.
@@ -88,48 +94,46 @@ func (t *Table) Register(ref peer.Ref, id peer.ID) {
 	for len(t.owners) <= slot {
 		t.owners = append(t.owners, owner{head: -1})
 	}
-	t.owners[slot] = owner{id: id, incarnation: refIncarnation(ref), head: -1}
+	t.owners[slot] = owner{id: id, ref: ref, head: -1}
 }
 
-// Add records a new request to the peer ref, sent at sentAt, in the sending
-// state, and returns its ID. The peer must be registered.
-func (t *Table) Add(r Receiver, ref peer.Ref, sentAt time.Duration) RequestID {
-	var slot int32
-	if n := len(t.free); n > 0 {
-		slot = t.free[n-1]
-		t.free = t.free[:n-1]
-	} else {
-		slot = int32(len(t.entries))
-		t.entries = append(t.entries, entry{})
-	}
-	e := &t.entries[slot]
-	gen := e.generation + 1
-	if gen == 0 {
-		gen = 1 // generation 0 never names a request: a zero entry is never in use
-	}
+// Add records a new request to the peer ref, sent at now with a deadline
+// timeout later, in the sending state, and returns its ID. The peer must be
+// registered.
+func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration) RequestID {
+	h, e := t.slab.AllocArmed(now, timeout)
 	// Field by field, not *e = entry{...}: a whole-struct store of a type
-	// with pointers goes through typedmemmove, which cost more than the rest
-	// of Add put together. link sets prev, next and linked.
-	e.receiver, e.peer, e.deadline, e.sentAt, e.generation = r, ref, 0, sentAt, gen
-	// lastEnd is kept: while the slot serves this request it tells how the
-	// slot's previous request ended, to classify a stray response to it.
-	e.state, e.held = stateSending, 0
-	t.link(slot)
+	// with pointers goes through typedmemmove. lastEnd is kept: while the
+	// slot serves this request it tells how the slot's previous request
+	// ended, to classify a stray response to it.
+	e.receiver, e.state, e.held = r, stateSending, 0
+	t.link(e, h.Slot(), ref)
 	t.n++
-	return makeID(gen, slot)
+	return RequestID(h)
 }
 
-// Arm records the handle of the request's deadline.
-func (t *Table) Arm(id RequestID, deadline uint64) {
-	if _, e := t.lookup(id); e != nil && e.state != stateFree {
-		e.deadline = deadline
+// Notify records a notification sent to the peer ref at now, which keeps a
+// channel closed until digest later. Expire reports it when it is done; a
+// disconnect of its peer forgets it. If ref is not registered (the peer
+// disconnected while the notification was sent) there is no channel to
+// hold, and Notify does nothing.
+func (t *Table) Notify(ref peer.Ref, now, digest time.Duration) {
+	if slot := ref.Slot(); slot >= len(t.owners) || t.owners[slot].ref != ref || ref == (peer.Ref{}) {
+		return
 	}
+	h, e := t.slab.AllocArmed(now, digest)
+	e.receiver, e.state, e.held = nil, stateDigesting, 0
+	t.link(e, h.Slot(), ref)
 }
+
+// Next reports the earliest deadline of any message. ok is false if there
+// is none.
+func (t *Table) Next() (deadline time.Duration, ok bool) { return t.slab.Next() }
 
 // Sent records that the host accepted the request. If an event ended the
 // request while it was being sent, Sent finishes it now and returns it.
 func (t *Table) Sent(id RequestID) (f Finished, ended bool) {
-	slot, e := t.lookup(id)
+	e := t.slab.Get(timeouts.Handle(id))
 	if e == nil || e.state != stateSending {
 		return Finished{}, false
 	}
@@ -141,24 +145,23 @@ func (t *Table) Sent(id RequestID) (f Finished, ended bool) {
 	var response any
 	if reason == heldResponse {
 		reason = 0
-		response = t.early[slot]
-		delete(t.early, slot)
+		response = t.early[id]
+		delete(t.early, id)
 	}
-	return t.finish(slot, reason, response), true
+	return t.finish(id, e, reason, response), true
 }
 
 // Unsend forgets a request whose send failed and returns it (with Receiver
-// nil: nothing is to be called). The caller reopens its channel and disarms
-// its deadline.
+// nil: nothing is to be called). The caller reopens its channel.
 func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
-	slot, e := t.lookup(id)
+	e := t.slab.Get(timeouts.Handle(id))
 	if e == nil || e.state != stateSending {
 		return Finished{}, false
 	}
-	delete(t.early, slot)
+	delete(t.early, id)
 	e.receiver = nil
-	f = t.finish(slot, 0, nil)
-	t.entries[slot].lastEnd = unsent
+	f = t.finish(id, e, 0, nil)
+	e.lastEnd = unsent // e still points at the slot's record
 	return f, true
 }
 
@@ -169,108 +172,124 @@ func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
 // dropped, changing nothing: ErrUnknownRequest, ErrWrongPeer,
 // ErrDuplicateResponse or ErrLateResponse.
 func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
-	slot, e := t.lookup(id)
+	e := t.slab.Get(timeouts.Handle(id))
 	if e == nil {
-		if end, ok := t.endOfPrevious(id); ok {
-			// The request just before the slot's current one: its slot
-			// remembers how it ended.
-			return Finished{}, false, strayResponseError(end)
-		}
-		if t.issuedBefore(id) {
-			// Its slot has gone to newer requests since it ended (the next
-			// request takes the slot freed last, so that is at once): a
-			// response to it is late, not a response to an unknown request.
-			return Finished{}, false, ErrLateResponse
-		}
-		return Finished{}, false, ErrUnknownRequest
+		return Finished{}, false, t.stray(id)
 	}
-	if e.state == stateFree {
-		return Finished{}, false, strayResponseError(e.lastEnd)
-	}
-	// A request whose outcome is held back while it is sent has ended: like
-	// a free entry above, it answers duplicate or late whoever responds (its
-	// peer may even have disconnected, and no longer be its owner).
-	switch e.held {
-	case heldResponse:
+	// A request whose outcome is held back while it is sent has ended: it
+	// answers duplicate or late whoever responds (its peer may even have
+	// disconnected, and no longer be its owner).
+	switch {
+	case e.state == stateDigesting:
+		return Finished{}, false, ErrUnknownRequest // a notification's slot: no ID was ever given out
+	case e.held == heldResponse:
 		return Finished{}, false, ErrDuplicateResponse
-	case Timeout, Disconnected, Shutdown:
+	case e.held != 0:
 		return Finished{}, false, ErrLateResponse
-	}
-	if t.ownerID(e.peer) != from {
+	case t.peerID(e) != from:
 		return Finished{}, false, ErrWrongPeer
-	}
-	if e.state == stateSending {
+	case e.state == stateSending:
 		e.held = heldResponse
 		if t.early == nil {
-			t.early = make(map[int32]any)
+			t.early = make(map[RequestID]any)
 		}
-		t.early[slot] = response
-		return Finished{ID: id, Deadline: e.deadline}, false, nil
+		t.early[id] = response
+		return Finished{}, false, nil
 	}
-	return t.finish(slot, 0, response), true, nil
+	return t.finish(id, e, 0, response), true, nil
 }
 
-// Expire ends request id at its deadline. ended is false if the request is
-// not outstanding, or is still being sent (then the timeout is held back).
-func (t *Table) Expire(id RequestID) (f Finished, ended bool) {
-	slot, e := t.lookup(id)
-	if e == nil || e.state == stateFree {
-		return Finished{}, false
+// stray says why a response to id, which names no outstanding message, is
+// dropped: a slot remembers how its last two requests ended, and an ID
+// older than that is late.
+func (t *Table) stray(id RequestID) error {
+	e, gen, held := t.slab.Slot(timeouts.Handle(id))
+	idGen := uint32(id >> 32)
+	switch {
+	case e == nil || idGen == 0:
+		return ErrUnknownRequest
+	case gen == idGen && !held:
+		return strayResponseError(e.lastEnd) // its slot is free and remembers it
+	case gen == idGen+1 && !held:
+		return strayResponseError(e.held) // finish moved it there
+	case gen == idGen+1:
+		return strayResponseError(e.lastEnd) // the slot serves the next message
+	case idGen < gen:
+		// Its slot has gone to newer messages since it ended (the next one
+		// takes the slot freed last, so that is at once): a response to it
+		// is late, not a response to an unknown request.
+		return ErrLateResponse
 	}
-	e.deadline = 0
-	if e.state == stateSending {
-		if e.held == 0 {
-			e.held = Timeout
+	return ErrUnknownRequest
+}
+
+// Expire ends the messages whose deadlines are at or before now, one per
+// call, earliest first, until it reports false: a pending request fails with
+// Timeout, and a notification is done being digested (f.Notification). A
+// request still being sent has its timeout held back until Sent, and is not
+// reported.
+func (t *Table) Expire(now time.Duration) (f Finished, ok bool) {
+	for {
+		h, e, due := t.slab.PopDue(now)
+		if !due {
+			return Finished{}, false
 		}
-		return Finished{}, false
+		if e.state == stateSending {
+			if e.held == 0 {
+				e.held = Timeout
+			}
+			continue
+		}
+		return t.finish(RequestID(h), e, Timeout, nil), true
 	}
-	return t.finish(slot, Timeout, nil), true
 }
 
 // FailPeer ends every request to the peer ref with reason Disconnected,
-// appending them to dst, and forgets the peer. Requests still being sent are
-// held back as disconnected; their deadlines are appended to disarm.
-func (t *Table) FailPeer(ref peer.Ref, dst []Finished, disarm []uint64) ([]Finished, []uint64) {
+// appending them to dst, forgets its notifications (their channels go with
+// the peer), and forgets the peer. Requests still being sent are held back
+// as disconnected.
+func (t *Table) FailPeer(ref peer.Ref, dst []Finished) []Finished {
 	slot := ref.Slot()
-	if slot >= len(t.owners) || t.owners[slot].incarnation != refIncarnation(ref) {
-		return dst, disarm
+	if slot >= len(t.owners) || t.owners[slot].ref != ref {
+		return dst
 	}
 	for s := t.owners[slot].head; s >= 0; {
 		t.visited++
-		e := &t.entries[s]
+		h, e := t.slab.At(s)
 		next := e.next
-		if e.state == stateSending {
-			t.unlink(s)
+		switch e.state {
+		case stateSending:
+			t.unlink(e)
 			if e.held == 0 {
 				e.held = Disconnected // a response that already came still wins
 			}
-			if e.deadline != 0 {
-				disarm = append(disarm, e.deadline)
-				e.deadline = 0
-			}
-		} else {
-			dst = append(dst, t.finish(s, Disconnected, nil))
+			t.slab.Disarm(h)
+		case stateDigesting:
+			t.finish(RequestID(h), e, 0, nil)
+		default:
+			dst = append(dst, t.finish(RequestID(h), e, Disconnected, nil))
 		}
 		s = next
 	}
 	t.owners[slot] = owner{head: -1}
-	return dst, disarm
+	return dst
 }
 
-// FailAll ends every outstanding request with reason Shutdown, appending them
-// to dst. Requests still being sent are held back as shut down, unless an
-// earlier event already decided their outcome: as in FailPeer, a response
-// that already came (and was accepted) still wins, and so does a timeout.
+// FailAll ends every outstanding request with reason Shutdown, and every
+// notification, appending them to dst. Requests still being sent are held
+// back as shut down, unless an earlier event already decided their outcome:
+// as in FailPeer, a response that already came (and was accepted) still
+// wins, and so does a timeout.
 func (t *Table) FailAll(dst []Finished) []Finished {
-	for s := range t.entries {
-		e := &t.entries[s]
+	for h, e := range t.slab.All() {
 		switch e.state {
 		case stateSending:
 			if e.held == 0 {
 				e.held = Shutdown
 			}
-		case statePending:
-			dst = append(dst, t.finish(int32(s), Shutdown, nil))
+			t.slab.Disarm(h)
+		default:
+			dst = append(dst, t.finish(RequestID(h), e, Shutdown, nil))
 		}
 	}
 	return dst
@@ -281,93 +300,90 @@ func (t *Table) FailAll(dst []Finished) []Finished {
 // its response or deadline comes. ok is false if the request is no longer
 // outstanding or was already withdrawn.
 func (t *Table) Withdraw(id RequestID) bool {
-	_, e := t.lookup(id)
-	if e == nil || e.state == stateFree || e.receiver == nil {
+	e := t.slab.Get(timeouts.Handle(id))
+	if e == nil || e.state == stateDigesting || e.receiver == nil {
 		return false
 	}
 	e.receiver = nil
 	return true
 }
 
-// Visited returns how many requests FailPeer has looked at so far: the work
+// Visited returns how many messages FailPeer has looked at so far: the work
 // disconnects have cost, which must track the disconnected peers' own
-// requests and not the table's size.
+// messages and not the table's size.
 func (t *Table) Visited() int { return t.visited }
 
 // Len returns the number of outstanding requests, withdrawn ones included.
 func (t *Table) Len() int { return t.n }
 
-func (t *Table) finish(slot int32, reason Reason, response any) Finished {
-	e := &t.entries[slot]
+// finish ends the message id, whose record is e, and frees its slot.
+func (t *Table) finish(id RequestID, e *entry, reason Reason, response any) Finished {
 	f := Finished{
-		ID:       makeID(e.generation, slot),
 		Receiver: e.receiver,
-		Peer:     e.peer,
-		PeerID:   t.ownerID(e.peer),
-		Deadline: e.deadline,
-		SentAt:   e.sentAt,
+		Peer:     t.peerRef(e),
+		PeerID:   t.peerID(e),
 		Reason:   reason,
 		Response: response,
 	}
-	if e.linked {
-		t.unlink(slot)
-	}
 	end := reason
-	if end == 0 {
-		end = heldResponse
+	if e.state == stateDigesting {
+		f.Reason, f.Notification, end = 0, true, unsent
+	} else {
+		f.ID = id
+		t.n--
+		if end == 0 {
+			end = heldResponse
+		}
 	}
-	// Field by field for the reason given in Add; unlink (or the entry
-	// never having been linked) leaves prev, next and linked reset.
-	e.receiver, e.peer, e.deadline, e.sentAt = nil, peer.Ref{}, 0, 0
-	e.state, e.held, e.lastEnd = stateFree, e.lastEnd, end // held: how the request before ended
-	t.free = append(t.free, slot)
-	t.n--
+	if e.linked {
+		t.unlink(e)
+	}
+	// Field by field for the reason given in Add.
+	e.receiver, e.state, e.held, e.lastEnd = nil, stateFree, e.lastEnd, end // held: how the request before ended
+	f.SentAt, _ = t.slab.Free(timeouts.Handle(id))
 	return f
 }
 
-func (t *Table) ownerID(ref peer.Ref) peer.ID {
-	slot := ref.Slot()
-	if slot < len(t.owners) && t.owners[slot].incarnation == refIncarnation(ref) {
-		return t.owners[slot].id
+func (t *Table) peerID(e *entry) peer.ID {
+	if !e.linked {
+		return ""
 	}
-	return ""
+	return t.owners[e.peer].id
 }
 
-func (t *Table) link(slot int32) {
-	e := &t.entries[slot]
-	o := &t.owners[e.peer.Slot()]
-	e.next = o.head
-	e.prev = -1
+func (t *Table) peerRef(e *entry) peer.Ref {
+	if !e.linked {
+		return peer.Ref{}
+	}
+	return t.owners[e.peer].ref
+}
+
+// link puts e, the record in slot, at the head of the list of ref's peer.
+func (t *Table) link(e *entry, slot int32, ref peer.Ref) {
+	e.peer = int32(ref.Slot())
+	o := &t.owners[e.peer]
+	e.prev, e.next = -1, o.head
 	if o.head >= 0 {
-		t.entries[o.head].prev = slot
+		_, head := t.slab.At(o.head)
+		head.prev = slot
 	}
 	o.head = slot
 	e.linked = true
 }
 
-func (t *Table) unlink(slot int32) {
-	e := &t.entries[slot]
+// unlink takes e out of its peer's list.
+func (t *Table) unlink(e *entry) {
 	if e.prev >= 0 {
-		t.entries[e.prev].next = e.next
+		_, p := t.slab.At(e.prev)
+		p.next = e.next
 	} else {
-		t.owners[e.peer.Slot()].head = e.next
+		t.owners[e.peer].head = e.next
 	}
 	if e.next >= 0 {
-		t.entries[e.next].prev = e.prev
+		_, n := t.slab.At(e.next)
+		n.prev = e.prev
 	}
 	e.prev, e.next, e.linked = -1, -1, false
-}
-
-func (t *Table) lookup(id RequestID) (int32, *entry) {
-	slot := int64(uint32(id)) - 1
-	if slot < 0 || slot >= int64(len(t.entries)) {
-		return 0, nil
-	}
-	e := &t.entries[slot]
-	if e.generation != uint32(id>>32) || e.generation == 0 {
-		return 0, nil
-	}
-	return int32(slot), e
 }
 
 // strayResponseError says why a response to a request that ended as end is
@@ -381,33 +397,3 @@ func strayResponseError(end Reason) error {
 	}
 	return ErrLateResponse
 }
-
-// endOfPrevious reports how the request that id names ended, if it is the
-// one its slot served just before the request it serves now.
-func (t *Table) endOfPrevious(id RequestID) (Reason, bool) {
-	slot, gen := int64(uint32(id))-1, uint32(id>>32)
-	if slot < 0 || slot >= int64(len(t.entries)) || gen == 0 {
-		return 0, false
-	}
-	e := &t.entries[slot]
-	switch {
-	case e.generation != gen+1:
-		return 0, false
-	case e.state == stateFree:
-		return e.held, true // finish moved it there
-	}
-	return e.lastEnd, true
-}
-
-// issuedBefore reports whether id names an earlier request of a slot that
-// has since been reused: its generation is older than the slot's.
-func (t *Table) issuedBefore(id RequestID) bool {
-	slot, gen := int64(uint32(id))-1, uint32(id>>32)
-	return slot >= 0 && slot < int64(len(t.entries)) && gen != 0 && gen < t.entries[slot].generation
-}
-
-func makeID(generation uint32, slot int32) RequestID {
-	return RequestID(uint64(generation)<<32 | uint64(slot+1))
-}
-
-func refIncarnation(ref peer.Ref) uint32 { return uint32(ref.Pack() >> 32) }

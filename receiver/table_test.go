@@ -3,6 +3,7 @@ package receiver
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -33,11 +34,20 @@ func fixture(t *testing.T, ids ...peer.ID) (*Table, map[peer.ID]peer.Ref) {
 
 var nobody = Funcs{}
 
-// pending adds a request and marks it sent.
+// pending adds a request with a long timeout and marks it sent.
 func pending(tab *Table, ref peer.Ref) RequestID {
-	id := tab.Add(nobody, ref, 0)
+	return pendingFor(tab, ref, time.Hour)
+}
+
+func pendingFor(tab *Table, ref peer.Ref, timeout time.Duration) RequestID {
+	id := tab.Add(nobody, ref, 0, timeout)
 	tab.Sent(id)
 	return id
+}
+
+func TestEntrySize(t *testing.T) {
+	// With the slab's 24-byte header, a pending request costs 56 bytes.
+	require.Equal(t, uintptr(32), unsafe.Sizeof(entry{}))
 }
 
 func TestIDsAreNonzeroAndNeverRepeatWhileSlotsAreReused(t *testing.T) {
@@ -58,7 +68,7 @@ func TestIDsAreNonzeroAndNeverRepeatWhileSlotsAreReused(t *testing.T) {
 func TestRespondClassifiesWhatItDrops(t *testing.T) {
 	tab, refs := fixture(t, "A", "B")
 	answered := pending(tab, refs["A"])
-	expired := pending(tab, refs["A"])
+	expired := pendingFor(tab, refs["A"], time.Second)
 	open := pending(tab, refs["B"])
 
 	_, _, err := tab.Respond(open, "A", "spoof")
@@ -72,10 +82,11 @@ func TestRespondClassifiesWhatItDrops(t *testing.T) {
 	_, _, err = tab.Respond(answered, "A", "again")
 	require.ErrorIs(t, err, ErrDuplicateResponse)
 
-	f, ended = tab.Expire(expired)
+	f, ended = tab.Expire(time.Second)
 	require.True(t, ended)
+	require.Equal(t, expired, f.ID)
 	require.Equal(t, Timeout, f.Reason)
-	_, ended = tab.Expire(expired)
+	_, ended = tab.Expire(time.Second)
 	require.False(t, ended, "a deadline ends a request once")
 	_, _, err = tab.Respond(expired, "A", "late")
 	require.ErrorIs(t, err, ErrLateResponse)
@@ -91,39 +102,40 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	tab, refs := fixture(t, "A")
 
 	// A response that arrives while the host is still sending waits for Sent.
-	id := tab.Add(nobody, refs["A"], 5*time.Millisecond)
-	tab.Arm(id, 99)
-	f, ended, err := tab.Respond(id, "A", "early")
+	id := tab.Add(nobody, refs["A"], 5*time.Millisecond, time.Hour)
+	_, ended, err := tab.Respond(id, "A", "early")
 	require.NoError(t, err)
 	require.False(t, ended)
-	require.Equal(t, uint64(99), f.Deadline, "the caller learns the deadline to disarm")
 	_, _, err = tab.Respond(id, "A", "twice")
 	require.ErrorIs(t, err, ErrDuplicateResponse)
-	f, ended = tab.Sent(id)
+	f, ended := tab.Sent(id)
 	require.True(t, ended)
 	require.Equal(t, "early", f.Response)
 	require.Equal(t, 5*time.Millisecond, f.SentAt)
+	_, ok := tab.Next()
+	require.False(t, ok, "the answered request's deadline is gone with it")
 
 	// A failed send drops whatever was held: no receiver is ever called.
-	id = tab.Add(nobody, refs["A"], 0)
-	_, ended = tab.Expire(id)
-	require.False(t, ended)
-	f, ok := tab.Unsend(id)
+	id = tab.Add(nobody, refs["A"], 0, time.Second)
+	_, ended = tab.Expire(time.Second)
+	require.False(t, ended, "a timeout during the send is held back, not reported")
+	f, ok = tab.Unsend(id)
 	require.True(t, ok)
 	require.Nil(t, f.Receiver)
+	require.Equal(t, refs["A"], f.Peer, "the caller reopens the channel")
 	_, _, err = tab.Respond(id, "A", "for an unsent request")
 	require.ErrorIs(t, err, ErrUnknownRequest)
 
 	// A timeout held back is applied by Sent.
-	id = tab.Add(nobody, refs["A"], 0)
-	tab.Expire(id)
+	id = tab.Add(nobody, refs["A"], 0, time.Second)
+	tab.Expire(2 * time.Second)
 	f, ended = tab.Sent(id)
 	require.True(t, ended)
 	require.Equal(t, Timeout, f.Reason)
 	require.Zero(t, tab.Len())
 }
 
-func TestFailPeerVisitsOnlyThatPeersRequests(t *testing.T) {
+func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	tab, refs := fixture(t, "A", "B")
 	var toA []RequestID
 	for range 3 {
@@ -132,32 +144,94 @@ func TestFailPeerVisitsOnlyThatPeersRequests(t *testing.T) {
 	for range 100 {
 		pending(tab, refs["B"])
 	}
-	sending := tab.Add(nobody, refs["A"], 0)
-	tab.Arm(sending, 7)
+	sending := tab.Add(nobody, refs["A"], 0, time.Second)
+	tab.Notify(refs["A"], 0, time.Second)
 
-	done, disarm := tab.FailPeer(refs["A"], nil, nil)
-	require.Equal(t, 4, tab.Visited())
+	done := tab.FailPeer(refs["A"], nil)
+	require.Equal(t, 5, tab.Visited(), "A's three requests, the one being sent and the notification")
 	require.Len(t, done, 3)
 	for _, f := range done {
 		require.Equal(t, Disconnected, f.Reason)
 		require.Contains(t, toA, f.ID)
 	}
-	require.Equal(t, []uint64{7}, disarm, "the request still being sent gives up its deadline")
+	next, _ := tab.Next()
+	require.Equal(t, time.Hour, next, "the notification and the request still being sent gave up their deadlines")
 	f, ended := tab.Sent(sending)
 	require.True(t, ended)
 	require.Equal(t, Disconnected, f.Reason)
+	require.Equal(t, peer.Ref{}, f.Peer, "its peer is gone: there is no channel to reopen")
 	require.Equal(t, 100, tab.Len())
 
-	done, _ = tab.FailPeer(refs["A"], nil, nil)
+	done = tab.FailPeer(refs["A"], nil)
 	require.Empty(t, done, "a second disconnect finds nothing")
 	done = tab.FailAll(nil)
 	require.Len(t, done, 100)
 	require.Zero(t, tab.Len())
 }
 
+func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
+	tab, refs := fixture(t, "A")
+	tab.Notify(refs["A"], 10, 5)
+	id := tab.Add(nobody, refs["A"], 10, 5)
+	tab.Sent(id)
+	require.Equal(t, 1, tab.Len(), "a notification is not a request in flight")
+
+	f, ok := tab.Expire(15)
+	require.True(t, ok)
+	require.True(t, f.Notification, "the notification, armed first, is done first")
+	require.False(t, f.Answered())
+	require.Nil(t, f.Receiver)
+	require.Equal(t, refs["A"], f.Peer)
+	require.Zero(t, f.ID)
+	f, ok = tab.Expire(15)
+	require.True(t, ok)
+	require.Equal(t, id, f.ID)
+	require.Equal(t, Timeout, f.Reason)
+
+	// Stop: FailAll reports notifications too, so their channels reopen.
+	tab.Notify(refs["A"], 20, 5)
+	pending(tab, refs["A"])
+	done := tab.FailAll(nil)
+	require.Len(t, done, 2)
+	var notifications int
+	for _, f := range done {
+		if f.Notification {
+			notifications++
+		} else {
+			require.Equal(t, Shutdown, f.Reason)
+		}
+	}
+	require.Equal(t, 1, notifications)
+	_, ok = tab.Next()
+	require.False(t, ok)
+}
+
+func TestResponsesNamingANotificationSlotAreUnknown(t *testing.T) {
+	tab, refs := fixture(t, "A")
+	var ids []RequestID
+	for range 3 {
+		ids = append(ids, pending(tab, refs["A"]))
+	}
+	// Free the middle slot, let a notification take it, and forge a
+	// response to the ID it would have had as a request.
+	_, _, err := tab.Respond(ids[1], "A", nil)
+	require.NoError(t, err)
+	tab.Notify(refs["A"], 0, time.Second)
+	forged := ids[1] + 1<<32
+	_, _, err = tab.Respond(forged, "A", nil)
+	require.ErrorIs(t, err, ErrUnknownRequest)
+	_, _, err = tab.Respond(ids[1], "A", nil)
+	require.ErrorIs(t, err, ErrDuplicateResponse, "the slot still remembers the request before")
+	tab.Expire(time.Second)
+	_, _, err = tab.Respond(forged, "A", nil)
+	require.ErrorIs(t, err, ErrUnknownRequest, "nor once the notification is done")
+	_, _, err = tab.Respond(ids[1], "A", nil)
+	require.ErrorIs(t, err, ErrDuplicateResponse)
+}
+
 func TestWithdrawLeavesTheRequestOutstandingWithoutAReceiver(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	id := tab.Add(Funcs{Failure: func(RequestID, peer.ID, Reason) {}}, refs["A"], 0)
+	id := tab.Add(Funcs{Failure: func(RequestID, peer.ID, Reason) {}}, refs["A"], 0, time.Hour)
 	tab.Sent(id)
 	require.True(t, tab.Withdraw(id))
 	require.False(t, tab.Withdraw(id))
@@ -174,4 +248,27 @@ func TestReasonNames(t *testing.T) {
 	require.Equal(t, "disconnected", Disconnected.String())
 	require.Equal(t, "shutdown", Shutdown.String())
 	require.Equal(t, "Reason(9)", Reason(9).String())
+}
+
+func TestNotifyingAGonePeerHoldsNothing(t *testing.T) {
+	var pool peer.Pool
+	var tab Table
+	old, err := pool.Connect(nopPeer("A"), "A", 1)
+	require.NoError(t, err)
+	tab.Register(old, "A")
+	_, err = pool.Disconnect("A")
+	require.NoError(t, err)
+	tab.FailPeer(old, nil)
+	// B takes A's slot; a notification A's sender finished sending after A
+	// left must not hold (and later reopen) a channel of B's.
+	successor, err := pool.Connect(nopPeer("B"), "B", 1)
+	require.NoError(t, err)
+	require.Equal(t, old.Slot(), successor.Slot())
+	tab.Register(successor, "B")
+	tab.Notify(old, 0, time.Second)
+	tab.Notify(peer.Ref{}, 0, time.Second)
+	_, ok := tab.Next()
+	require.False(t, ok, "nothing was recorded")
+	_, ok = tab.Expire(time.Hour)
+	require.False(t, ok)
 }

@@ -1,29 +1,13 @@
 package scheduler
 
-import (
-	"time"
+import "time"
 
-	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
-)
-
-// Every pending message has one deadline in s.deadlines, ordered by
-// (deadline, sequence), and a single clock timer is armed to the earliest.
-// A runtime timer per message would cost an allocation and a timer-heap
-// operation per request, and the mock clock fires equal deadlines in an
-// unstable order; one ordered structure has neither problem.
-//
-// A deadline's payload is a request ID, or, with notificationBit set, the
-// packed peer.Ref whose channel a notification keeps closed. Both keep a slot
-// number below 2^31 in their low 32 bits (see MaxRequestsLimit), so the bit
-// is free in each.
-const notificationBit = 1 << 31
-
-func requestPayload(id receiver.RequestID) uint64 { return uint64(id) }
-
-func notificationPayload(ref peer.Ref) uint64 { return ref.Pack() | notificationBit }
-
-func unpackNotification(v uint64) peer.Ref { return peer.UnpackRef(v &^ notificationBit) }
+// Every request and notification has one deadline, kept with its record in
+// the request table and ordered by (deadline, order armed), and a single
+// clock timer is armed to the earliest. A runtime timer per message would
+// cost an allocation and a timer-heap operation per request, and the mock
+// clock fires equal deadlines in an unstable order; one ordered structure has
+// neither problem.
 
 // armTimerLocked makes sure the timer will fire no later than the earliest
 // deadline. It only moves the timer earlier: a timer that fires before
@@ -31,7 +15,7 @@ func unpackNotification(v uint64) peer.Ref { return peer.UnpackRef(v &^ notifica
 // re-arms, which is cheaper than re-arming on every removal. Caller holds
 // requestsMu.
 func (s *Scheduler) armTimerLocked(now time.Duration) {
-	next, ok := s.deadlines.Next()
+	next, ok := s.table.Next()
 	if !ok || (s.timerArmed && next >= s.timerAt) {
 		return
 	}
@@ -67,26 +51,21 @@ func (s *Scheduler) onTimer() {
 // did. Caller holds offersMu and requestsMu.
 func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 	for {
-		v, ok := s.deadlines.PopDue(now)
+		f, ok := s.table.Expire(now)
 		if !ok {
 			return reopened
 		}
-		if v&notificationBit != 0 {
-			reopened = s.pool.Reopen(unpackNotification(v)) || reopened
-			continue
+		if !f.Notification {
+			s.countEndLocked(&f)
+			s.callbacksMu.Lock()
+			s.pending.pushFinished(&f)
+			s.callbacksMu.Unlock()
+			// A timeout is evidence too: the peer took at least this long.
+			// Without it a peer that never answers would keep the response
+			// time of a peer with no samples, 0, and be offered before every
+			// peer that answers.
+			s.pool.ObserveRTT(f.Peer, now-f.SentAt)
 		}
-		f, ended := s.table.Expire(receiver.RequestID(v))
-		if !ended {
-			continue // still being sent: the timeout is held back until then
-		}
-		s.countEndLocked(&f)
-		s.callbacksMu.Lock()
-		s.pending.pushFinished(&f)
-		s.callbacksMu.Unlock()
-		// A timeout is evidence too: the peer took at least this long. Without
-		// it a peer that never answers would keep the response time of a peer
-		// with no samples, 0, and be offered before every peer that answers.
-		s.pool.ObserveRTT(f.Peer, now-f.SentAt)
 		reopened = s.pool.Reopen(f.Peer) || reopened
 	}
 }

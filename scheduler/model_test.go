@@ -20,8 +20,10 @@ package scheduler
 //     channel; it lists the open channels best first (fewer closed, then
 //     lower RTT, then lower ID; a peer's k-th channel counts k more closed).
 //   - Request IDs are gen<<32 | slot+1; a new request takes the slot freed
-//     last. A slot remembers how the request it served just before its
-//     current one ended; a response to an older request of the slot is late.
+//     last. A notification takes a slot too, until it is digested or its
+//     peer disconnects, and a response naming it is unknown. A slot
+//     remembers how the message it served just before its current one
+//     ended; a response to an older request of the slot is late.
 //   - A timeout feeds the peer's smoothed RTT, as a response does.
 //   - A request being sent (the host's Send has not returned) keeps the first
 //     outcome that comes for it and reports it when Send returns; if Send
@@ -73,7 +75,7 @@ type mPeer struct {
 	channels, closed int
 	rtt              time.Duration
 	gone             bool
-	requests         []*mReq // outstanding, oldest first
+	requests         []*mReq // outstanding, and notifications being digested, oldest first
 }
 
 type mSender struct {
@@ -111,6 +113,7 @@ const (
 )
 
 type mReq struct {
+	note     bool // a notification: its slot is held until it is digested
 	id       receiver.RequestID
 	r        receiver.Receiver // nil once withdrawn
 	to       *mPeer
@@ -131,8 +134,7 @@ type mSlot struct {
 type mDeadline struct {
 	at    time.Duration
 	order uint64
-	req   *mReq  // a request's timeout, or
-	note  *mPeer // the end of a notification's digest time
+	req   *mReq // a request's timeout, or the end of a notification's digest time
 }
 
 func newModel(cfg Config) *model {
@@ -284,7 +286,9 @@ func (m *model) Disconnect(id peer.ID) error {
 	p.gone = true
 	m.visited += len(p.requests)
 	for _, q := range slices.Backward(slices.Clone(p.requests)) { // newest first
-		if q.sending {
+		if q.note {
+			m.release(q, unsentMsg)
+		} else if q.sending {
 			m.hold(q, disconnected)
 			m.disarm(q)
 			p.requests = slices.DeleteFunc(p.requests, func(x *mReq) bool { return x == q })
@@ -416,7 +420,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	}
 	p.closed++
 	q := m.add(r, p)
-	q.deadline = m.arm(timeout, q, nil)
+	q.deadline = m.arm(timeout, q)
 	if err := m.hostSend(p, uint64(q.id), message); err != nil {
 		m.disarm(q)
 		m.forget(q)
@@ -462,8 +466,11 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 			p.closed--
 			m.openings++
 		}
-	} else {
-		m.arm(digest, nil, p)
+	} else if !p.gone {
+		q := m.add(nil, p)
+		q.note, q.sending = true, false
+		m.inFlight--
+		q.deadline = m.arm(digest, q)
 	}
 	return nil
 }
@@ -522,7 +529,9 @@ func (m *model) release(q *mReq, o outcome) {
 	m.disarm(q)
 	q.to.requests = slices.DeleteFunc(q.to.requests, func(x *mReq) bool { return x == q })
 	m.free = append(m.free, int(uint32(q.id))-1)
-	m.inFlight--
+	if !q.note {
+		m.inFlight--
+	}
 }
 
 // forget drops a request whose host send failed.
@@ -588,7 +597,7 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 	case reused:
 		err = ErrLateResponse
 		m.st.Late++
-	case q == nil || q.ended == unsentMsg:
+	case q == nil || q.note || q.ended == unsentMsg:
 		err = ErrUnknownRequest
 		m.st.Unknown++
 	case q.ended == answered || q.held == answered:
@@ -627,9 +636,9 @@ func (m *model) observeRTT(p *mPeer, sample time.Duration) {
 
 // --- time ---
 
-func (m *model) arm(after time.Duration, q *mReq, note *mPeer) *mDeadline {
+func (m *model) arm(after time.Duration, q *mReq) *mDeadline {
 	m.armed++
-	d := &mDeadline{at: m.now + after, order: m.armed, req: q, note: note}
+	d := &mDeadline{at: m.now + after, order: m.armed, req: q}
 	m.deadlines = append(m.deadlines, d)
 	return d
 }
@@ -651,8 +660,9 @@ func (m *model) expire() (reopen []*mPeer) {
 	m.deadlines = slices.Delete(m.deadlines, 0, due)
 	for _, d := range fired {
 		switch q := d.req; {
-		case q == nil:
-			reopen = append(reopen, d.note)
+		case q.note:
+			m.release(q, unsentMsg)
+			reopen = append(reopen, q.to)
 		case q.sending:
 			m.hold(q, timedOut)
 			q.deadline = nil
@@ -702,6 +712,12 @@ func (m *model) Stop() {
 		for _, s := range m.slots { // in slot order
 			switch q := s.req; {
 			case q == nil || q.ended != none:
+			case q.note:
+				m.release(q, unsentMsg)
+				if !q.to.gone {
+					q.to.closed--
+					m.openings++
+				}
 			case q.sending:
 				m.hold(q, shutDown)
 			default:
@@ -713,13 +729,7 @@ func (m *model) Stop() {
 			}
 		}
 		for _, d := range m.deadlines {
-			if d.note != nil && !d.note.gone {
-				d.note.closed--
-				m.openings++
-			}
-			if d.req != nil {
-				d.req.deadline = nil
-			}
+			d.req.deadline = nil
 		}
 		m.deadlines = nil
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
-	"github.com/peersched/peersched/timeouts"
 )
 
 // makeOffers makes offers, one at a time, while a sender and an open
@@ -143,8 +142,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	}
 	s.pool.Close(ref)
 	now := s.now()
-	id := s.table.Add(r, ref, now)
-	s.table.Arm(id, uint64(s.deadlines.Add(now, timeout, requestPayload(id))))
+	id := s.table.Add(r, ref, now, timeout)
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -153,7 +151,6 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.offersMu.Lock()
 		s.requestsMu.Lock()
 		if f, ok := s.table.Unsend(id); ok {
-			s.deadlines.Remove(timeouts.Handle(f.Deadline))
 			s.pool.Unclose(f.Peer)
 		}
 		s.book.Unclaim(generation, i)
@@ -174,7 +171,6 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		// peer's ID; the receiver is still owed the name of the peer the
 		// request went to.
 		f.PeerID = ch.Peer
-		s.deadlines.Remove(timeouts.Handle(f.Deadline))
 		s.countEndLocked(&f)
 		s.callbacksMu.Lock()
 		s.pending.pushFinished(&f)
@@ -223,7 +219,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	stopped := s.stopped
 	if !stopped {
 		now := s.now()
-		s.deadlines.Add(now, digest, notificationPayload(ref))
+		s.table.Notify(ref, now, digest)
 		s.armTimerLocked(now)
 	}
 	s.requestsMu.Unlock()

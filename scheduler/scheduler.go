@@ -41,15 +41,14 @@ import (
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
-	"github.com/peersched/peersched/timeouts"
 )
 
 // Defaults for the caps in Config.
 const (
 	DefaultMaxSenders  = 1 << 20
 	DefaultMaxRequests = 1 << 22
-	// MaxRequestsLimit is the largest MaxRequests accepted: request slots and
-	// deadline payloads keep a slot number in 31 bits.
+	// MaxRequestsLimit is the largest MaxRequests accepted: request IDs keep
+	// a slot number in 32 bits, and notifications need slots too.
 	MaxRequestsLimit = 1<<31 - 2
 )
 
@@ -103,13 +102,11 @@ type Scheduler struct {
 
 	requestsMu lockorder.Mutex
 	// The following fields are guarded by requestsMu.
-	table      receiver.Table
-	deadlines  timeouts.Queue
+	table      receiver.Table // every request and notification, with its deadline
 	timer      *clock.Timer
 	timerArmed bool
 	timerAt    time.Duration
 	finished   []receiver.Finished // scratch for disconnects
-	disarm     []uint64            // scratch for disconnects
 	counts     requestCounts
 
 	callbacksMu lockorder.Mutex
@@ -218,14 +215,10 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 		return fmt.Errorf("disconnect %q: %w", id, err)
 	}
 	s.requestsMu.Lock()
-	s.finished, s.disarm = s.table.FailPeer(ref, s.finished[:0], s.disarm[:0])
-	for _, h := range s.disarm {
-		s.deadlines.Remove(timeouts.Handle(h))
-	}
+	s.finished = s.table.FailPeer(ref, s.finished[:0])
 	s.callbacksMu.Lock()
 	for i := range s.finished {
 		f := &s.finished[i]
-		s.deadlines.Remove(timeouts.Handle(f.Deadline))
 		s.countEndLocked(f)
 		s.pending.pushFinished(f)
 		*f = receiver.Finished{}
@@ -339,17 +332,22 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 		return err
 	}
 	if ended {
-		s.deadlines.Remove(timeouts.Handle(f.Deadline))
 		s.countEndLocked(&f)
 		s.pool.ObserveRTT(f.Peer, now-f.SentAt)
 		reopened = s.pool.Reopen(f.Peer) || reopened
-		s.callbacksMu.Lock()
-		s.pending.pushFinished(&f)
-		s.callbacksMu.Unlock()
 	}
+	// One acquisition of the callback queue both queues the receiver's
+	// call and runs the drainer; the other locks go first, as the drainer
+	// needs them free.
+	s.callbacksMu.Lock()
+	if ended {
+		s.pending.pushFinished(&f)
+	}
+	s.dispatchWanted = s.dispatchWanted || reopened
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
-	s.afterReopening(reopened)
+	s.runLocked()
+	s.callbacksMu.Unlock()
 	return nil
 }
 

@@ -2,11 +2,8 @@ package scheduler
 
 import (
 	"bytes"
-	"math"
 	"reflect"
 	"runtime"
-
-	"github.com/peersched/peersched/timeouts"
 )
 
 // Stop shuts the scheduler down: every pending request's receiver is told
@@ -60,24 +57,15 @@ func (s *Scheduler) stopLocked() {
 	}
 	for i := range failed {
 		f := &failed[i]
-		s.deadlines.Remove(timeouts.Handle(f.Deadline))
-		s.countEndLocked(f)
-		s.pending.pushFinished(f)
+		if !f.Notification {
+			s.countEndLocked(f)
+			s.pending.pushFinished(f)
+		}
 		s.pool.Reopen(f.Peer)
 	}
 	s.callbacksMu.Unlock()
-
-	// What is left are notifications still being digested, and requests
-	// still being sent (those are ended by their sender when it returns).
-	for {
-		v, ok := s.deadlines.PopDue(math.MaxInt64)
-		if !ok {
-			break
-		}
-		if v&notificationBit != 0 {
-			s.pool.Reopen(unpackNotification(v))
-		}
-	}
+	// What is left are requests still being sent: their senders end them
+	// when the host's send returns.
 }
 
 // waitIdle waits until no callback is running and no timer firing is in
