@@ -43,7 +43,9 @@ func (q *Queue) Push(s Sender, priority int) Ticket {
 		q.nodes = append(q.nodes, queueNode{})
 	}
 	node := &q.nodes[slot]
-	*node = queueNode{sender: s, priority: priority, generation: node.generation, prev: -1, next: -1}
+	// Field by field: a whole-struct store of a type with pointers goes
+	// through typedmemmove. A free node is zero but for its generation.
+	node.sender, node.priority, node.prev, node.next = s, priority, -1, -1
 	lv := q.levelFor(priority)
 	if lv.tail < 0 {
 		lv.head = slot
@@ -79,7 +81,9 @@ func (q *Queue) Remove(t Ticket) (s Sender, ok bool) {
 	if lv.head < 0 {
 		q.levels = append(q.levels[:li], q.levels[li+1:]...)
 	}
-	*node = queueNode{generation: node.generation + 1}
+	node.sender, node.priority, node.prev, node.next = nil, 0, 0, 0
+	node.declined, node.declinedAt = false, 0
+	node.generation++
 	q.free = append(q.free, slot)
 	q.n--
 	return s, true
@@ -155,6 +159,13 @@ func (q *Queue) lookup(t Ticket) (int32, *queueNode) {
 
 // levelIndex finds priority's level; levels are sorted highest first.
 func (q *Queue) levelIndex(priority int) int {
+	if len(q.levels) == 1 {
+		// One priority in use, the common case: no search, no closure.
+		if q.levels[0].priority <= priority {
+			return 0
+		}
+		return 1
+	}
 	return sort.Search(len(q.levels), func(i int) bool { return q.levels[i].priority <= priority })
 }
 
