@@ -75,6 +75,7 @@ type Config struct {
 // not usable.
 type Scheduler struct {
 	clock       clock.Clock
+	realClock   bool // clock is the real clock: now reads time directly
 	log         *slog.Logger
 	epoch       time.Time
 	maxSenders  int
@@ -148,7 +149,7 @@ func New(cfg Config) (*Scheduler, error) {
 		maxOffer:    cfg.MaxOfferChannels,
 	}
 	if s.clock == nil {
-		s.clock = clock.New()
+		s.clock, s.realClock = clock.New(), true
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -170,7 +171,16 @@ func New(cfg Config) (*Scheduler, error) {
 
 // now returns the time since the scheduler's epoch, the unit of every
 // deadline it keeps.
-func (s *Scheduler) now() time.Duration { return s.clock.Since(s.epoch) }
+//
+// It is read twice in every request's life. With the real clock it calls
+// time.Since itself: the Clock interface's two extra calls cost about a
+// tenth of the clock read they wrap.
+func (s *Scheduler) now() time.Duration {
+	if s.realClock {
+		return time.Since(s.epoch)
+	}
+	return s.clock.Since(s.epoch)
+}
 
 // Connect adds a peer with the given number of channels, all open, and offers
 // them to waiting senders. It fails, changing nothing, with ErrNilPeer,
