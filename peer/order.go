@@ -3,12 +3,18 @@ package peer
 // This file keeps Pool.order, a binary min-heap of the slots of peers that
 // have at least one open channel, and picks the best channels from it.
 
+import (
+	"slices"
+	"time"
+)
+
 // better reports whether the peer in slot a should be offered before the peer
-// in slot b when each has had extraA and extraB of its channels picked already.
-func (pl *Pool) better(a int32, extraA int32, b int32, extraB int32) bool {
+// in slot b. Best's candidates order the same way, with their picks counted
+// as closed (candidateBefore).
+func (pl *Pool) better(a, b int32) bool {
 	ra, rb := &pl.records[a], &pl.records[b]
-	if ca, cb := ra.closed+extraA, rb.closed+extraB; ca != cb {
-		return ca < cb
+	if ra.closed != rb.closed {
+		return ra.closed < rb.closed
 	}
 	if ra.rtt != rb.rtt {
 		return ra.rtt < rb.rtt
@@ -16,7 +22,7 @@ func (pl *Pool) better(a int32, extraA int32, b int32, extraB int32) bool {
 	return ra.id < rb.id
 }
 
-func (pl *Pool) less(i, j int) bool { return pl.better(pl.order[i], 0, pl.order[j], 0) }
+func (pl *Pool) less(i, j int) bool { return pl.better(pl.order[i], pl.order[j]) }
 
 func (pl *Pool) swap(i, j int) {
 	o := pl.order
@@ -79,10 +85,20 @@ func (pl *Pool) removeOrder(at int32) {
 }
 
 // pickCandidate is a peer that Best may pick next, with how many of its
-// channels it has picked already.
+// channels it has picked already. It carries the peer's rank key (closed
+// plus picked, then RTT) so that ordering candidates, the inner loop of
+// Best, reads the candidate heap alone; only a tie on both goes to the
+// records for the IDs.
 type pickCandidate struct {
 	slot   int32
 	picked int32
+	load   int32 // the peer's closed channels plus picked
+	rtt    time.Duration
+}
+
+func (pl *Pool) candidate(slot int32) pickCandidate {
+	r := &pl.records[slot]
+	return pickCandidate{slot: slot, load: r.closed, rtt: r.rtt}
 }
 
 // Best appends to dst up to max open channels (all of them if max <= 0), best
@@ -100,22 +116,30 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 	if max == 0 {
 		return dst
 	}
+	// Grow dst once and fill it in place, field by field: appending a
+	// Choice, which holds a string, goes through typedmemmove, and that
+	// was a quarter of Best.
+	base := len(dst)
+	dst = slices.Grow(dst, max)[:base+max]
 	if max == 1 {
 		// The best channel is the first of the peer at the root: nothing
 		// to rank. Under saturation every offer lists one channel, the one
 		// that just reopened, so this is the common case.
-		return append(dst, pl.choice(pl.order[0]))
+		pl.fill(&dst[base], pl.order[0])
+		return dst
 	}
 	cands := pl.picks[:0]
-	cands = pl.pushCandidate(cands, pickCandidate{slot: pl.order[0]})
-	for picked := 0; picked < max && len(cands) > 0; picked++ {
+	cands = pl.pushCandidate(cands, pl.candidate(pl.order[0]))
+	picked := 0
+	for ; picked < max && len(cands) > 0; picked++ {
 		c := cands[0]
 		r := &pl.records[c.slot]
-		dst = append(dst, pl.choice(c.slot))
+		pl.fill(&dst[base+picked], c.slot)
 		// The peer's next channel, if it has one, replaces it at the top
 		// and sinks to its place: one sift instead of a pop and a push.
 		if c.picked+1 < r.channels-r.closed {
 			cands[0].picked++
+			cands[0].load++
 			pl.siftDownCandidate(cands, 0)
 		} else {
 			cands = pl.popCandidate(cands)
@@ -124,28 +148,29 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 			at := int(r.orderIndex)
 			for _, child := range [2]int{2*at + 1, 2*at + 2} {
 				if child < len(pl.order) {
-					cands = pl.pushCandidate(cands, pickCandidate{slot: pl.order[child]})
+					cands = pl.pushCandidate(cands, pl.candidate(pl.order[child]))
 				}
 			}
 		}
 	}
 	pl.picks = cands[:0]
-	return dst
+	return dst[:base+picked]
 }
 
-// choice describes the open channel of the peer in slot.
-func (pl *Pool) choice(slot int32) Choice {
+// fill describes the open channel of the peer in slot in c.
+func (pl *Pool) fill(c *Choice, slot int32) {
 	r := &pl.records[slot]
-	return Choice{
-		Ref:    Ref{slot: slot, incarnation: r.incarnation},
-		ID:     r.id,
-		Closed: int(r.closed),
-		RTT:    r.rtt,
-	}
+	c.Ref, c.ID, c.Closed, c.RTT = Ref{slot: slot, incarnation: r.incarnation}, r.id, int(r.closed), r.rtt
 }
 
 func (pl *Pool) candidateBefore(a, b pickCandidate) bool {
-	return pl.better(a.slot, a.picked, b.slot, b.picked)
+	switch {
+	case a.load != b.load:
+		return a.load < b.load
+	case a.rtt != b.rtt:
+		return a.rtt < b.rtt
+	}
+	return pl.records[a.slot].id < pl.records[b.slot].id
 }
 
 func (pl *Pool) pushCandidate(h []pickCandidate, c pickCandidate) []pickCandidate {
