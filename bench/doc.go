@@ -2,8 +2,9 @@
 // other implementations of the same workload, side by side in one run:
 //
 //   - floor: the least work a request's life needs: IDs from a slab
-//     (generation<<32 | slot), the timeouts.Queue deadline structure, one
-//     mutex; no offers, no senders, no callbacks queue.
+//     (generation<<32 | slot) whose slots hold the deadlines too (the
+//     scheduler's timeouts.Slab), one mutex; no offers, no senders, no
+//     callbacks queue.
 //   - naive: what a Go developer writes by hand: a mutex, a
 //     map[id]*request, a time.AfterFunc per request stopped on completion,
 //     a completion callback, and per-peer counts of requests in flight.

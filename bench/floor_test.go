@@ -9,11 +9,12 @@ import (
 	"github.com/peersched/peersched/timeouts"
 )
 
-// floor is the least work a request's life needs: an ID from a slab, a
-// deadline in the same deadline structure the scheduler uses, a check that
-// the response comes from the peer asked and before its deadline, and one
-// call of the receiver, all under one mutex. It has no offers, no sender
-// queue, no per-peer channel accounting, and no callback queue.
+// floor is the least work a request's life needs: an ID from a slab whose
+// slot also holds the request's deadline (the scheduler's own structure,
+// timeouts.Slab), a check that the response comes from the peer asked and
+// before its deadline, and one call of the receiver, all under one mutex. It
+// has no offers, no sender queue, no per-peer channel accounting, and no
+// callback queue.
 //
 // Like the scheduler it reads the clock twice per request: once to set the
 // deadline, and once when the response comes, to fail whatever is due
@@ -26,18 +27,13 @@ type floor struct {
 	timeout time.Duration
 	rcv     countingReceiver
 
-	mu sync.Mutex
-	// The following fields are guarded by mu.
-	slots     []floorSlot
-	free      []int32
-	deadlines timeouts.Queue
+	mu    sync.Mutex
+	slots timeouts.Slab[floorSlot] // guarded by mu
 }
 
 type floorSlot struct {
-	receiver   receiver.Receiver // nil while free
-	deadline   timeouts.Handle
-	generation uint32
-	peer       int32
+	receiver receiver.Receiver
+	peer     int32
 }
 
 var errFloorUnknown = errors.New("floor: unknown request or wrong peer")
@@ -52,25 +48,10 @@ func newFloor(peers int, out *fifo) *floor {
 func (f *floor) send(p *hostPeer) error {
 	now := time.Since(f.epoch)
 	f.mu.Lock()
-	var slot int32
-	if n := len(f.free); n > 0 {
-		slot = f.free[n-1]
-		f.free = f.free[:n-1]
-	} else {
-		slot = int32(len(f.slots))
-		f.slots = append(f.slots, floorSlot{})
-	}
-	s := &f.slots[slot]
-	s.generation++
-	if s.generation == 0 {
-		s.generation = 1
-	}
-	id := uint64(s.generation)<<32 | uint64(slot+1)
-	s.receiver = &f.rcv
-	s.peer = p.index
-	s.deadline = f.deadlines.Add(now, f.timeout, id)
+	h, s := f.slots.AllocArmed(now, f.timeout)
+	s.receiver, s.peer = &f.rcv, p.index
 	f.mu.Unlock()
-	return p.Send(id, message)
+	return p.Send(uint64(h), message)
 }
 
 // deliver hands the response to request id from peer index from, after
@@ -79,41 +60,32 @@ func (f *floor) deliver(from int32, id uint64, resp any) error {
 	now := time.Since(f.epoch)
 	f.mu.Lock()
 	for {
-		due, ok := f.deadlines.PopDue(now)
+		h, s, ok := f.slots.PopDue(now)
 		if !ok {
 			break
 		}
-		f.expireLocked(due)
+		f.expireLocked(h, s)
 	}
-	slot := int64(uint32(id)) - 1
-	if slot < 0 || slot >= int64(len(f.slots)) {
-		f.mu.Unlock()
-		return errFloorUnknown
-	}
-	s := &f.slots[slot]
-	if s.receiver == nil || s.generation != uint32(id>>32) || s.peer != from {
+	h := timeouts.Handle(id)
+	s := f.slots.Get(h)
+	if s == nil || s.peer != from {
 		f.mu.Unlock()
 		return errFloorUnknown
 	}
 	r := s.receiver
-	f.deadlines.Remove(s.deadline)
-	s.receiver, s.deadline = nil, 0
-	f.free = append(f.free, int32(slot))
+	f.slots.Free(h)
 	f.mu.Unlock()
 	r.OnResponse(receiver.RequestID(id), f.peers[from].id, resp)
 	return nil
 }
 
-// expireLocked fails request id, whose deadline has fired. The caller holds
+// expireLocked fails request h, whose deadline has fired. The caller holds
 // mu; the receiver is called with it held, which only the floor may do: it
 // has no callbacks that could call back into it.
-func (f *floor) expireLocked(id uint64) {
-	slot := int32(uint32(id)) - 1
-	s := &f.slots[slot]
-	r := s.receiver
-	s.receiver, s.deadline = nil, 0
-	f.free = append(f.free, slot)
-	r.OnFailure(receiver.RequestID(id), f.peers[s.peer].id, receiver.Timeout)
+func (f *floor) expireLocked(h timeouts.Handle, s *floorSlot) {
+	r, from := s.receiver, s.peer
+	f.slots.Free(h)
+	r.OnFailure(receiver.RequestID(h), f.peers[from].id, receiver.Timeout)
 }
 
 func (f *floor) fill(n int) error {
@@ -141,7 +113,7 @@ func (f *floor) answered() uint64 { return f.rcv.responses.Load() }
 func (f *floor) outstanding() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.deadlines.Len()
+	return f.slots.Used()
 }
 
 func (f *floor) close() {}
