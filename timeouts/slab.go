@@ -451,16 +451,21 @@ func (s *Slab[V]) heapRemove(k int) {
 	}
 }
 
-func (s *Slab[V]) siftUp(k int) {
+// swap exchanges the lanes at heap indices i and j.
+func (s *Slab[V]) swap(i, j int) {
 	h := s.heap
+	h[i], h[j] = h[j], h[i]
+	s.lanes[h[i]].pos = int32(i)
+	s.lanes[h[j]].pos = int32(j)
+}
+
+func (s *Slab[V]) siftUp(k int) {
 	for k > 0 {
 		p := (k - 1) / 2
-		if !s.less(h[k], h[p]) {
-			break
+		if !s.less(s.heap[k], s.heap[p]) {
+			return
 		}
-		h[k], h[p] = h[p], h[k]
-		s.lanes[h[k]].pos = int32(k)
-		s.lanes[h[p]].pos = int32(p)
+		s.swap(k, p)
 		k = p
 	}
 }
@@ -479,9 +484,7 @@ func (s *Slab[V]) siftDown(k int) {
 		if !s.less(h[c], h[k]) {
 			return
 		}
-		h[k], h[c] = h[c], h[k]
-		s.lanes[h[k]].pos = int32(k)
-		s.lanes[h[c]].pos = int32(c)
+		s.swap(k, c)
 		k = c
 	}
 }
