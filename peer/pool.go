@@ -22,12 +22,6 @@ type Ref struct {
 // per-peer data by a small integer.
 func (r Ref) Slot() int { return int(r.slot) }
 
-// Pack encodes r in 64 bits, for tables that store plain integers.
-func (r Ref) Pack() uint64 { return uint64(r.incarnation)<<32 | uint64(uint32(r.slot)) }
-
-// UnpackRef reverses Ref.Pack.
-func UnpackRef(v uint64) Ref { return Ref{slot: int32(uint32(v)), incarnation: uint32(v >> 32)} }
-
 // Choice is one open channel picked by Pool.Best.
 type Choice struct {
 	Ref    Ref
