@@ -15,7 +15,7 @@ import (
 //
 // A slot is named by a Handle. Alloc hands out a slot; Arm, Disarm and
 // PopDue set and clear its deadline, which never frees it; Free gives it
-// back. Armed slots fire in the order documented on Queue.
+// back. Armed slots fire in the order the package documents.
 //
 // The zero value is an empty slab ready to use. A Slab is not safe for
 // concurrent use. Pointers to values are valid until the next Alloc.
