@@ -107,8 +107,15 @@ func (pl *Pool) candidate(slot int32) pickCandidate {
 // that takes channels from the front spreads its load across peers.
 //
 // It walks the order heap from the root: a peer's heap children can only rank
-// after it, so they join the candidates when it is first picked. The cost is
-// O(n log n) for n channels returned, independent of the number of peers.
+// after it, so they join the candidates when it is first picked. Candidates
+// wait in two queues. Peers not yet picked wait in a small heap. A picked peer
+// with channels left goes to the back of a FIFO, ranked as if the channel just
+// picked were closed: picks come out in rank order, so the FIFO stays in rank
+// order too, and its front is its best. Each pick takes the better of the two
+// fronts. When the peers are about equally loaded (the usual state of a busy
+// node) most picks come from the FIFO at O(1); each peer's first pick costs
+// O(log n). The whole is O(n log n) at worst for n channels returned,
+// independent of the number of peers.
 func (pl *Pool) Best(dst []Choice, max int) []Choice {
 	if max <= 0 || max > pl.open {
 		max = pl.open
@@ -128,32 +135,37 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 		pl.fill(&dst[base], pl.order[0])
 		return dst
 	}
-	cands := pl.picks[:0]
-	cands = pl.pushCandidate(cands, pl.candidate(pl.order[0]))
+	fresh := pl.pushCandidate(pl.fresh[:0], pl.candidate(pl.order[0]))
+	again, next := pl.again[:0], 0 // again[next:] is the FIFO
 	picked := 0
-	for ; picked < max && len(cands) > 0; picked++ {
-		c := cands[0]
+	for ; picked < max; picked++ {
+		var c pickCandidate
+		if next < len(again) && (len(fresh) == 0 || pl.candidateBefore(again[next], fresh[0])) {
+			c = again[next]
+			next++
+		} else if len(fresh) > 0 {
+			c = fresh[0]
+			fresh = pl.popCandidate(fresh)
+		} else {
+			break // every open channel is listed
+		}
 		r := &pl.records[c.slot]
 		pl.fill(&dst[base+picked], c.slot)
-		// The peer's next channel, if it has one, replaces it at the top
-		// and sinks to its place: one sift instead of a pop and a push.
-		if c.picked+1 < r.channels-r.closed {
-			cands[0].picked++
-			cands[0].load++
-			pl.siftDownCandidate(cands, 0)
-		} else {
-			cands = pl.popCandidate(cands)
-		}
 		if c.picked == 0 {
 			at := int(r.orderIndex)
 			for _, child := range [2]int{2*at + 1, 2*at + 2} {
 				if child < len(pl.order) {
-					cands = pl.pushCandidate(cands, pl.candidate(pl.order[child]))
+					fresh = pl.pushCandidate(fresh, pl.candidate(pl.order[child]))
 				}
 			}
 		}
+		if c.picked+1 < r.channels-r.closed {
+			c.picked++
+			c.load++
+			again = append(again, c)
+		}
 	}
-	pl.picks = cands[:0]
+	pl.fresh, pl.again = fresh[:0], again[:0]
 	return dst[:base+picked]
 }
 

@@ -46,7 +46,8 @@ type Pool struct {
 	open    int             // open channels over all peers
 	closed  int             // closed channels over all peers
 	opened  uint64          // channel openings so far, including a connect's
-	picks   []pickCandidate // scratch for Best, kept to avoid allocating
+	fresh   []pickCandidate // scratch for Best: peers not yet picked, a heap
+	again   []pickCandidate // scratch for Best: peers picked before, in rank order
 }
 
 type record struct {

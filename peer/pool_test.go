@@ -160,7 +160,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			require.NoError(t, err)
 			delete(refs, id)
 		case !connected:
-			r, err := pl.Connect(fakePeer(id), ID(id), 1+rng.IntN(4))
+			r, err := pl.Connect(fakePeer(id), ID(id), 1+rng.IntN(8))
 			require.NoError(t, err)
 			refs[id] = r
 		case op < 5:
@@ -179,6 +179,17 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			want = nil
 		}
 		require.Equal(t, want, got, "step %d", step)
+		if len(want) > 0 {
+			// A shorter list is the same ranking cut short, appended after
+			// what dst already holds.
+			k := 1 + rng.IntN(len(want))
+			prefix := pl.Best([]Choice{{ID: "kept"}}, k)
+			require.Len(t, prefix, 1+k, "step %d", step)
+			require.Equal(t, ID("kept"), prefix[0].ID)
+			for i, c := range prefix[1:] {
+				require.Equal(t, want[i], fmt.Sprint(c.ID), "step %d: Best(%d)[%d]", step, k, i)
+			}
+		}
 		open, closed := 0, 0
 		for _, u := range pl.Usage(nil) {
 			require.Equal(t, u.Channels, u.Open+u.Closed)
