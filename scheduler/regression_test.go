@@ -198,3 +198,34 @@ func TestRegression_APeerThatOnlyTimesOutIsNotOfferedFirst(t *testing.T) {
 		}
 	})
 }
+
+// A notification whose peer disconnects while the host is still sending it
+// holds no channel: the peer's channels left with it. When the next peer to
+// connect took the same pool slot, the notification used to be recorded
+// under that slot, and when its digest time passed it reopened a channel of
+// the new peer that a request of the new peer was holding.
+func TestRegression_NotificationForAGonePeerHoldsNoChannelOfItsSuccessor(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		a := w.connect("A", 1)
+		a.onSend = func(uint64, any) { require.NoError(t, w.s.Disconnect("A")) }
+		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			require.NoError(t, o.Notify(0, "news", 5*time.Millisecond))
+		}}, 0)
+		require.NoError(t, err)
+
+		w.connect("B", 1) // takes A's slot in the pool
+		var id receiver.RequestID
+		_, err = w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			id, err = o.Request(0, "x", rec, time.Hour)
+			require.NoError(t, err)
+		}}, 0)
+		require.NoError(t, err)
+		require.NotZero(t, id)
+
+		w.advance(5 * time.Millisecond) // the notification's digest time
+		require.Equal(t, peer.Usage{ID: "B", Channels: 1, Open: 0, Closed: 1}, w.usage("B"),
+			"B's only channel is still held by its request")
+		w.checkChannels()
+	})
+}
