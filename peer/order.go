@@ -8,21 +8,11 @@ import (
 	"time"
 )
 
-// better reports whether the peer in slot a should be offered before the peer
-// in slot b. Best's candidates order the same way, with their picks counted
-// as closed (candidateBefore).
-func (pl *Pool) better(a, b int32) bool {
-	ra, rb := &pl.records[a], &pl.records[b]
-	if ra.closed != rb.closed {
-		return ra.closed < rb.closed
-	}
-	if ra.rtt != rb.rtt {
-		return ra.rtt < rb.rtt
-	}
-	return ra.id < rb.id
+// less reports whether the peer at order[i] should be offered before the
+// peer at order[j]: the ranking Best's candidates use, with nothing picked.
+func (pl *Pool) less(i, j int) bool {
+	return pl.candidateBefore(pl.candidate(pl.order[i]), pl.candidate(pl.order[j]))
 }
-
-func (pl *Pool) less(i, j int) bool { return pl.better(pl.order[i], pl.order[j]) }
 
 func (pl *Pool) swap(i, j int) {
 	o := pl.order
@@ -175,6 +165,8 @@ func (pl *Pool) fill(c *Choice, slot int32) {
 	c.Ref, c.ID, c.Closed, c.RTT = Ref{slot: slot, incarnation: r.incarnation}, r.id, int(r.closed), r.rtt
 }
 
+// candidateBefore is the ranking: fewer closed channels (picks counted as
+// closed), then lower response time, then lower ID.
 func (pl *Pool) candidateBefore(a, b pickCandidate) bool {
 	switch {
 	case a.load != b.load:

@@ -118,7 +118,7 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration) Reques
 // disconnected while the notification was sent) there is no channel to
 // hold, and Notify does nothing.
 func (t *Table) Notify(ref peer.Ref, now, digest time.Duration) {
-	if slot := ref.Slot(); slot >= len(t.owners) || t.owners[slot].ref != ref || ref == (peer.Ref{}) {
+	if !t.registered(ref) {
 		return
 	}
 	h, e := t.slab.AllocArmed(now, digest)
@@ -249,10 +249,10 @@ func (t *Table) Expire(now time.Duration) (f Finished, ok bool) {
 // the peer), and forgets the peer. Requests still being sent are held back
 // as disconnected.
 func (t *Table) FailPeer(ref peer.Ref, dst []Finished) []Finished {
-	slot := ref.Slot()
-	if slot >= len(t.owners) || t.owners[slot].ref != ref {
+	if !t.registered(ref) {
 		return dst
 	}
+	slot := ref.Slot()
 	for s := t.owners[slot].head; s >= 0; {
 		t.visited++
 		h, e := t.slab.At(s)
@@ -342,6 +342,12 @@ func (t *Table) finish(id RequestID, e *entry, reason Reason, response any) Fini
 	e.receiver, e.state, e.held, e.lastEnd = nil, stateFree, e.lastEnd, end // held: how the request before ended
 	f.SentAt, _ = t.slab.Free(timeouts.Handle(id))
 	return f
+}
+
+// registered reports whether ref names the peer registered in its slot.
+func (t *Table) registered(ref peer.Ref) bool {
+	slot := ref.Slot()
+	return ref != (peer.Ref{}) && slot < len(t.owners) && t.owners[slot].ref == ref
 }
 
 func (t *Table) peerID(e *entry) peer.ID {
