@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// impls are the implementations the lifecycle benchmarks compare.
-var impls = []string{"floor", "naive", "scheduler"}
+// impls are the implementations the lifecycle benchmarks compare: the
+// scheduler runs its callbacks on its own goroutine (the default) or inline.
+var impls = []string{"floor", "naive", "scheduler", "scheduler-inline"}
 
 // inflights are the numbers of requests kept outstanding.
 var inflights = []int{100, 10_000, 1_000_000}
@@ -26,15 +27,18 @@ const parallelInflight = 10_000
 // buildSystem returns impl with its peers connected and nothing sent. If
 // shared is set its FIFO takes a lock, so that several goroutines can step.
 func buildSystem(impl string, inflight int, shared bool) (system, error) {
-	out := newFIFO(inflight+1, shared)
+	// With callbacks on the scheduler's goroutine the host's sends come from
+	// that goroutine, not the one stepping, so the FIFO needs its lock.
+	out := newFIFO(inflight+1, shared || impl == "scheduler")
 	perPeer := inflight / lifecyclePeers
 	switch impl {
 	case "floor":
 		return newFloor(lifecyclePeers, out), nil
 	case "naive":
 		return newNaive(lifecyclePeers, perPeer, out), nil
-	case "scheduler":
-		return newSchedSystem(schedOptions{peers: lifecyclePeers, channels: perPeer, resendOnResponse: true}, out)
+	case "scheduler", "scheduler-inline":
+		return newSchedSystem(schedOptions{peers: lifecyclePeers, channels: perPeer, resendOnResponse: true,
+			inline: impl == "scheduler-inline"}, out)
 	}
 	return nil, fmt.Errorf("bench: no implementation %q", impl)
 }

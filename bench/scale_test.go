@@ -16,6 +16,8 @@ const peersInflight = 10_000
 // grows with the number of peers.
 func newPeersSystem(peers int) (*schedSystem, error) {
 	sys, err := newSchedSystem(schedOptions{
+		inline: true, // what these measure, how costs grow, is the same in both modes;
+		// inline keeps each step synchronous
 		peers:            peers,
 		channels:         peersInflight / peers,
 		resendOnResponse: true,
@@ -55,6 +57,8 @@ const offerInflight = 1000
 // senders, which wait: every channel is busy.
 func newOfferSystem(senders int) (*schedSystem, error) {
 	sys, err := newSchedSystem(schedOptions{
+		inline: true, // what these measure, how costs grow, is the same in both modes;
+		// inline keeps each step synchronous
 		peers:            lifecyclePeers,
 		channels:         offerInflight / lifecyclePeers,
 		resendOnResponse: true,
@@ -110,6 +114,8 @@ type disconnectSystem struct {
 
 func newDisconnectSystem(pending int) (*disconnectSystem, error) {
 	sys, err := newSchedSystem(schedOptions{
+		inline: true, // what these measure, how costs grow, is the same in both modes;
+		// inline keeps each step synchronous
 		peers:    lifecyclePeers,
 		channels: pending / lifecyclePeers,
 	}, nil)
@@ -204,6 +210,8 @@ type timeoutSystem struct {
 func newTimeoutSystem(inflight int) (*timeoutSystem, error) {
 	clk := newSteppedClock()
 	sys, err := newSchedSystem(schedOptions{
+		inline: true, // what these measure, how costs grow, is the same in both modes;
+		// inline keeps each step synchronous
 		peers:           lifecyclePeers,
 		channels:        inflight / lifecyclePeers,
 		clock:           clk,

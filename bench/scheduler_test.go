@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +33,7 @@ func (r *countingReceiver) OnFailure(receiver.RequestID, peer.ID, receiver.Reaso
 // the harness allocates nothing per request.
 type schedSystem struct {
 	s       *scheduler.Scheduler
+	inline  bool
 	peers   []*hostPeer
 	out     *fifo
 	timeout time.Duration
@@ -65,11 +68,16 @@ type schedOptions struct {
 	// resendOn says which endings schedule the sender again, keeping the
 	// number of requests outstanding constant.
 	resendOnResponse, resendOnTimeout bool
+	// inline runs callbacks inline (Config.InlineCallbacks): each step's
+	// callbacks finish within its Deliver. Otherwise they run on the
+	// scheduler's goroutine, alongside the goroutine that steps.
+	inline bool
 }
 
 func newSchedSystem(o schedOptions, out *fifo) (*schedSystem, error) {
 	cfg := o.config
 	cfg.Clock = o.clock
+	cfg.InlineCallbacks = o.inline
 	if cfg.MaxOfferChannels == 0 {
 		cfg.MaxOfferChannels = offerChannels
 	}
@@ -77,7 +85,7 @@ func newSchedSystem(o schedOptions, out *fifo) (*schedSystem, error) {
 	if err != nil {
 		return nil, err
 	}
-	sys := &schedSystem{s: s, out: out, timeout: o.timeout}
+	sys := &schedSystem{s: s, out: out, timeout: o.timeout, inline: o.inline}
 	if sys.timeout == 0 {
 		sys.timeout = longTimeout
 	}
@@ -120,7 +128,8 @@ func (sys *schedSystem) schedule() {
 // Sender callbacks never run concurrently, so its fields need no lock.
 type resender struct {
 	sys      *schedSystem
-	fillLeft int // requests still to send to fill the system
+	fillLeft int           // requests still to send to fill the system
+	filled   chan struct{} // closed when fillLeft reaches 0
 }
 
 func (snd *resender) OnOffer(o offer.Offer) {
@@ -141,7 +150,9 @@ func (snd *resender) OnOffer(o offer.Offer) {
 	snd.fillLeft -= k
 	if snd.fillLeft > 0 {
 		sys.schedule()
+		return
 	}
+	close(snd.filled)
 }
 
 func (snd *resender) OnDiscard() {}
@@ -173,27 +184,42 @@ func (r *reschedulingReceiver) OnFailure(_ receiver.RequestID, _ peer.ID, reason
 }
 
 func (sys *schedSystem) fill(n int) error {
-	sys.snd.fillLeft = n
+	filled := make(chan struct{})
+	sys.snd.fillLeft, sys.snd.filled = n, filled
 	sys.schedule()
 	if err := sys.err(); err != nil {
 		return err
 	}
-	if sys.snd.fillLeft != 0 {
-		return errors.New("bench: the scheduler did not offer enough channels to fill")
+	if sys.inline {
+		select {
+		case <-filled:
+		default:
+			return errors.New("bench: the scheduler did not offer enough channels to fill")
+		}
+	} else {
+		<-filled
 	}
-	return nil
+	return sys.err()
 }
 
+// step answers the oldest outstanding request. With callbacks on the
+// scheduler's goroutine, the request that replaces the last one answered may
+// not have been sent yet; the step then waits for it, as stepShared does.
 func (sys *schedSystem) step() error {
-	o, ok := sys.out.pop()
-	if !ok {
-		return errFIFOEmpty
+	for {
+		o, ok := sys.out.pop()
+		if ok {
+			return sys.s.Deliver(sys.peers[o.peer].id, receiver.RequestID(o.id), response)
+		}
+		if sys.inline {
+			return errFIFOEmpty
+		}
+		runtime.Gosched()
 	}
-	return sys.s.Deliver(sys.peers[o.peer].id, receiver.RequestID(o.id), response)
 }
 
 func (sys *schedSystem) answered() uint64 { return sys.rcv.responses.Load() }
 
 func (sys *schedSystem) outstanding() int { return sys.s.Stats().RequestsInFlight }
 
-func (sys *schedSystem) close() { sys.s.Stop() }
+func (sys *schedSystem) close() { _ = sys.s.Shutdown(context.Background()) }

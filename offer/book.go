@@ -2,29 +2,83 @@ package offer
 
 import "github.com/peersched/peersched/peer"
 
-// Book records the one offer that is open at a time: the channels it lists,
-// its size, and which channels the sender has used. The scheduler makes offers
-// one after another, so one Book, reused, serves them all without allocating.
+// Book records the offer that is open and decides when each offered sender
+// leaves the queue.
 //
-// The zero Book has no open offer. A Book is not safe for concurrent use; the
-// scheduler guards it with its offers lock.
+// A sender leaves by sending: the moment the host accepts its first send
+// through an offer, not when OnOffer returns, so a sender that has sent no
+// longer counts as waiting while the rest of its OnOffer runs. A sender that
+// sends nothing keeps its place. Sends are not instant (the host's Send runs
+// user code, possibly on another goroutine), so the Book keeps, for every
+// offer whose sends have not all finished, a record of how many are in
+// progress: an offer that closes (its OnOffer returns) with sends still in
+// progress leaves its sender's fate open until the last of them finishes.
+//
+// One offer is open at a time, so one Book, reused, serves them all without
+// allocating once warm. The zero Book has no open offer. A Book is not safe
+// for concurrent use; the scheduler guards it with its offers lock.
 type Book struct {
 	generation uint64 // of the current or last offer; each offer gets the next
-	live       bool
-	ticket     Ticket
+	live       bool   // the current offer's OnOffer has not returned
+	expired    bool   // the current offer takes no more sends (withdrawn or stopped)
 	channels   []Channel
 	used       []bool
 	size       int
-	sent       int
+	claims     int // sends begun through the current offer and not undone
+
+	// undecided holds a record for the current offer and for every closed
+	// offer with sends still in progress; usually one entry, never many.
+	undecided []offerRecord
+}
+
+// offerRecord follows one offer until its sender's exit is decided.
+type offerRecord struct {
+	generation uint64
+	ticket     Ticket
+	sender     Sender
+	openings   uint64 // the pool's openings count when the offer was made
+	inProgress int    // sends begun whose host send has not returned
+	sent       bool   // a send through this offer succeeded: the sender has left
+	closed     bool   // the offer's OnOffer has returned
+	discard    bool   // the scheduler stopped: discard the sender unless it sends
+}
+
+// Exit says what the scheduler must do with an offered sender after a step
+// of its offer.
+type Exit uint8
+
+const (
+	// Undecided: nothing yet; the sender stays where it is.
+	Undecided Exit = iota
+	// LeftBySend: the sender's first send succeeded. It leaves the queue now.
+	LeftBySend
+	// Declined: the offer ended with no send. The sender keeps its place
+	// and is passed over until another channel opens, or is discarded if
+	// the scheduler stopped meanwhile (see Decision.Discard).
+	Declined
+	// Held: the offer closed with sends in progress and none succeeded yet.
+	// The sender must not be offered again until they finish.
+	Held
+)
+
+// Decision is the outcome of a step of an offer for its sender.
+type Decision struct {
+	Exit     Exit
+	Ticket   Ticket
+	Sender   Sender // set when Discard is
+	Openings uint64 // the openings count the declined offer was made at
+	// Discard is set with Declined when the scheduler stopped while the
+	// offer was undecided: the sender gets OnDiscard instead of its place.
+	Discard bool
 }
 
 // Open starts a new offer to the sender named ticket, listing choices (copied)
-// and allowing size sends, and returns its generation. Any earlier offer
-// expires.
-func (b *Book) Open(ticket Ticket, choices []peer.Choice, size int) uint64 {
+// and allowing size sends, and returns its generation. openings is the pool's
+// openings count at this moment, which the sender is passed over at if it
+// declines. The previous offer must have been closed.
+func (b *Book) Open(ticket Ticket, snd Sender, openings uint64, choices []peer.Choice, size int) uint64 {
 	b.generation++
-	b.live = true
-	b.ticket = ticket
+	b.live, b.expired = true, false
 	n := len(choices)
 	if cap(b.channels) < n {
 		b.channels = make([]Channel, n)
@@ -42,30 +96,78 @@ func (b *Book) Open(ticket Ticket, choices []peer.Choice, size int) uint64 {
 		b.used[i] = false
 	}
 	b.size = min(size, len(choices))
-	b.sent = 0
+	b.claims = 0
+	b.undecided = append(b.undecided, offerRecord{})
+	r := &b.undecided[len(b.undecided)-1]
+	r.generation, r.ticket, r.sender, r.openings = b.generation, ticket, snd, openings
 	return b.generation
 }
 
-// Close expires the current offer and returns how many channels its sender
-// closed through it.
-func (b *Book) Close() (sent int) {
-	b.live = false
-	return b.sent
+// Close records that the OnOffer call of the offer named generation has
+// returned: the offer takes no more sends, and the sender's exit is decided
+// unless sends are still in progress.
+func (b *Book) Close(generation uint64) Decision {
+	if generation == b.generation {
+		b.live = false
+	}
+	i := b.find(generation)
+	if i < 0 {
+		return Decision{}
+	}
+	r := &b.undecided[i]
+	r.closed = true
+	if r.inProgress > 0 {
+		if r.sent {
+			return Decision{}
+		}
+		return Decision{Exit: Held, Ticket: r.ticket}
+	}
+	return b.settle(i)
 }
 
-// Live reports whether an offer is open, and to which sender.
-func (b *Book) Live() (Ticket, bool) { return b.ticket, b.live }
+// Expire makes the open offer refuse every later send, as if its OnOffer had
+// returned, while its record stays until the call really returns.
+func (b *Book) Expire() { b.expired = true }
 
-// Sent returns how many channels the sender of the open (or last) offer has
-// closed through it.
-func (b *Book) Sent() int { return b.sent }
+// Live reports whether an offer's OnOffer call is running, and for which sender.
+func (b *Book) Live() (Ticket, bool) {
+	if !b.live {
+		return 0, false
+	}
+	return b.undecided[len(b.undecided)-1].ticket, true
+}
+
+// StopAll marks every undecided offer's sender for discard unless one of its
+// sends succeeds; the open offer stays as it is (the scheduler refuses its
+// sends once stopped). keep is called
+// with each undecided sender that has not sent and returns whether the
+// sender was still waiting (the scheduler has just taken it out of its
+// queue); a sender that was not (it was withdrawn) is left alone.
+func (b *Book) StopAll(keep func(Ticket) bool) {
+	for i := range b.undecided {
+		r := &b.undecided[i]
+		if !r.sent && keep(r.ticket) {
+			r.discard = true
+		}
+	}
+}
+
+// InProgress returns the number of sends begun and not yet finished, over
+// every offer.
+func (b *Book) InProgress() int {
+	n := 0
+	for i := range b.undecided {
+		n += b.undecided[i].inProgress
+	}
+	return n
+}
 
 // Status describes the offer named generation.
 func (b *Book) Status(generation uint64) Status {
 	if !b.current(generation) {
 		return Status{}
 	}
-	return Status{Live: true, Len: len(b.channels), Size: b.size, Sent: b.sent}
+	return Status{Live: true, Len: len(b.channels), Size: b.size, Sent: b.claims}
 }
 
 // Channel returns the i-th channel of the offer named generation.
@@ -77,7 +179,8 @@ func (b *Book) Channel(generation uint64, i int) (Channel, bool) {
 }
 
 // Claim checks that the sender may send on the i-th channel of the offer named
-// generation and, if so, records the send. On error it changes nothing.
+// generation and, if so, records a send in progress; the caller must report
+// how it ended with Finish. On error it changes nothing.
 func (b *Book) Claim(generation uint64, i int) (Channel, error) {
 	switch {
 	case !b.current(generation):
@@ -86,23 +189,74 @@ func (b *Book) Claim(generation uint64, i int) (Channel, error) {
 		return Channel{}, ErrNoSuchChannel
 	case b.used[i]:
 		return Channel{}, ErrChannelUsed
-	case b.sent >= b.size:
+	case b.claims >= b.size:
 		return Channel{}, ErrSizeExceeded
 	}
 	b.used[i] = true
-	b.sent++
+	b.claims++
+	b.undecided[len(b.undecided)-1].inProgress++
 	return b.channels[i], nil
 }
 
-// Unclaim undoes a Claim whose send failed, if the offer is still open. The
-// channel may then be used again, and the send does not count.
-func (b *Book) Unclaim(generation uint64, i int) {
-	if b.current(generation) && b.used[i] {
+// Finish records how a send claimed on the i-th channel of the offer named
+// generation ended. A failed send is undone: if the offer is still open the
+// channel may be used again, and the send does not count. The decision says
+// whether the sender's exit is now settled.
+func (b *Book) Finish(generation uint64, i int, ok bool) Decision {
+	if !ok && generation == b.generation && b.used[i] {
 		b.used[i] = false
-		b.sent--
+		b.claims--
 	}
+	j := b.find(generation)
+	if j < 0 {
+		return Decision{}
+	}
+	r := &b.undecided[j]
+	r.inProgress--
+	first := ok && !r.sent
+	if ok {
+		r.sent = true
+	}
+	if r.closed && r.inProgress == 0 {
+		d := b.settle(j)
+		if first {
+			d.Exit = LeftBySend
+		}
+		return d
+	}
+	if first {
+		return Decision{Exit: LeftBySend, Ticket: r.ticket}
+	}
+	return Decision{}
+}
+
+// settle forgets the record at index i, whose offer is closed with no send
+// in progress, and returns what becomes of its sender.
+func (b *Book) settle(i int) Decision {
+	r := b.undecided[i]
+	last := len(b.undecided) - 1
+	copy(b.undecided[i:], b.undecided[i+1:])
+	b.undecided[last] = offerRecord{} // let the sender be collected
+	b.undecided = b.undecided[:last]
+	if r.sent {
+		return Decision{Exit: Undecided, Ticket: r.ticket} // it left by its first send
+	}
+	d := Decision{Exit: Declined, Ticket: r.ticket, Openings: r.openings, Discard: r.discard}
+	if r.discard {
+		d.Sender = r.sender
+	}
+	return d
+}
+
+func (b *Book) find(generation uint64) int {
+	for i := range b.undecided {
+		if b.undecided[i].generation == generation {
+			return i
+		}
+	}
+	return -1
 }
 
 func (b *Book) current(generation uint64) bool {
-	return b.live && generation == b.generation
+	return b.live && !b.expired && generation == b.generation
 }

@@ -78,7 +78,7 @@ func TestQueueRemoveAndStaleTickets(t *testing.T) {
 func TestBookChecksEverySend(t *testing.T) {
 	var b Book
 	choices := []peer.Choice{{ID: "A"}, {ID: "B"}, {ID: "C"}}
-	gen := b.Open(42, choices, 2)
+	gen := b.Open(42, named("s"), 7, choices, 2)
 	ticket, live := b.Live()
 	require.True(t, live)
 	require.Equal(t, Ticket(42), ticket)
@@ -95,25 +95,121 @@ func TestBookChecksEverySend(t *testing.T) {
 	require.Equal(t, peer.ID("B"), ch.Peer)
 	_, err = b.Claim(gen, 1)
 	require.ErrorIs(t, err, ErrChannelUsed)
-	b.Unclaim(gen, 1)
+	require.Equal(t, Decision{}, b.Finish(gen, 1, false))
 	require.Zero(t, b.Status(gen).Sent, "a failed send does not count")
 	_, err = b.Claim(gen, 1)
 	require.NoError(t, err)
 	_, err = b.Claim(gen, 0)
 	require.NoError(t, err)
 	_, err = b.Claim(gen, 2)
-	require.ErrorIs(t, err, ErrSizeExceeded)
+	require.ErrorIs(t, err, ErrSizeExceeded, "sends in progress count against the size")
+	require.Equal(t, 2, b.InProgress())
 
-	require.Equal(t, 2, b.Close())
+	require.Equal(t, Decision{Exit: LeftBySend, Ticket: 42}, b.Finish(gen, 1, true))
+	require.Equal(t, Decision{}, b.Finish(gen, 0, true), "only the first success is an exit")
+	require.Equal(t, Decision{Ticket: 42}, b.Close(gen))
 	_, err = b.Claim(gen, 2)
 	require.ErrorIs(t, err, ErrExpired)
 	require.Equal(t, Status{}, b.Status(gen))
 	_, ok := b.Channel(gen, 0)
 	require.False(t, ok)
+	_, live = b.Live()
+	require.False(t, live)
 
 	// The size never exceeds what the offer lists.
-	gen = b.Open(43, choices[:1], 5)
+	gen = b.Open(43, named("t"), 7, choices[:1], 5)
 	require.Equal(t, 1, b.Status(gen).Size)
+}
+
+// step is one thing that happens to an offer in TestBookDecidesEachExit.
+type step struct {
+	op   string // claim i, ok i, fail i, close, expire, stop
+	i    int
+	want Exit // for ok, fail and close
+}
+
+// TestBookDecidesEachExit pins when an offered sender leaves (promise 1):
+// at its first successful send, whenever that ends; at the close of an offer
+// with no send, by declining; and, when the offer closes with sends still in
+// progress, only once the last of them has ended.
+func TestBookDecidesEachExit(t *testing.T) {
+	cases := []struct {
+		name  string
+		steps []step
+	}{
+		{"no send: declined at close", []step{{op: "close", want: Declined}}},
+		{"send ok inside the offer: leaves at once", []step{
+			{op: "claim", i: 0}, {op: "ok", i: 0, want: LeftBySend}, {op: "close", want: Undecided}}},
+		{"send fails inside the offer: declined at close", []step{
+			{op: "claim", i: 0}, {op: "fail", i: 0, want: Undecided}, {op: "close", want: Declined}}},
+		{"send outlives the offer and succeeds", []step{
+			{op: "claim", i: 0}, {op: "close", want: Held}, {op: "ok", i: 0, want: LeftBySend}}},
+		{"send outlives the offer and fails: declined then", []step{
+			{op: "claim", i: 0}, {op: "close", want: Held}, {op: "fail", i: 0, want: Declined}}},
+		{"two outlive it, the second succeeds", []step{
+			{op: "claim", i: 0}, {op: "claim", i: 1}, {op: "close", want: Held},
+			{op: "fail", i: 0, want: Undecided}, {op: "ok", i: 1, want: LeftBySend}}},
+		{"one ok, one outlives and fails", []step{
+			{op: "claim", i: 0}, {op: "claim", i: 1}, {op: "ok", i: 0, want: LeftBySend},
+			{op: "close", want: Undecided}, {op: "fail", i: 1, want: Undecided}}},
+		{"expired offer refuses sends but keeps the one in progress", []step{
+			{op: "claim", i: 0}, {op: "expire"}, {op: "claimExpired", i: 1},
+			{op: "close", want: Held}, {op: "ok", i: 0, want: LeftBySend}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var b Book
+			gen := b.Open(9, named("s"), 3, []peer.Choice{{ID: "A"}, {ID: "B"}}, 2)
+			for k, st := range c.steps {
+				var d Decision
+				switch st.op {
+				case "claim":
+					_, err := b.Claim(gen, st.i)
+					require.NoError(t, err, "step %d", k)
+					continue
+				case "claimExpired":
+					_, err := b.Claim(gen, st.i)
+					require.ErrorIs(t, err, ErrExpired, "step %d", k)
+					continue
+				case "expire":
+					b.Expire()
+					continue
+				case "ok":
+					d = b.Finish(gen, st.i, true)
+				case "fail":
+					d = b.Finish(gen, st.i, false)
+				case "close":
+					d = b.Close(gen)
+				}
+				require.Equal(t, st.want, d.Exit, "step %d (%s)", k, st.op)
+				if d.Exit == Declined {
+					require.Equal(t, Decision{Exit: Declined, Ticket: 9, Openings: 3}, d)
+				}
+			}
+			require.Zero(t, b.InProgress())
+			require.Empty(t, b.undecided, "every record is settled")
+		})
+	}
+}
+
+func TestBookDiscardsAStoppedSenderUnlessItSends(t *testing.T) {
+	for _, sends := range []bool{false, true} {
+		var b Book
+		snd := named("s")
+		gen := b.Open(9, snd, 3, []peer.Choice{{ID: "A"}}, 1)
+		_, err := b.Claim(gen, 0)
+		require.NoError(t, err)
+		require.Equal(t, Held, b.Close(gen).Exit)
+		var asked []Ticket
+		b.StopAll(func(t Ticket) bool { asked = append(asked, t); return true })
+		require.Equal(t, []Ticket{9}, asked)
+		d := b.Finish(gen, 0, sends)
+		if sends {
+			require.Equal(t, Decision{Exit: LeftBySend, Ticket: 9}, d)
+		} else {
+			require.Equal(t, Decision{Exit: Declined, Ticket: 9, Openings: 3, Discard: true, Sender: snd}, d)
+		}
+	}
 }
 
 func TestZeroOfferIsExpired(t *testing.T) {

@@ -5,7 +5,8 @@ import "sort"
 // Queue holds waiting senders in the order they are offered channels: higher
 // priority first, and first come, first served within a priority. A sender
 // that declines an offer keeps its place but is passed over until a channel
-// opens that it has not been offered.
+// opens that it has not been offered; a held sender (its offer closed with
+// sends still in progress) keeps its place but is passed over until they end.
 //
 // The zero Queue is empty and ready to use. A Queue is not safe for
 // concurrent use; the scheduler guards it with its offers lock. Push and
@@ -24,6 +25,7 @@ type queueNode struct {
 	generation uint32 // bumped when the slot is freed, so old tickets miss
 	prev, next int32  // within the node's level; -1 ends the list
 	declined   bool
+	held       bool
 	declinedAt uint64 // openings count when the sender last declined
 }
 
@@ -82,7 +84,7 @@ func (q *Queue) Remove(t Ticket) (s Sender, ok bool) {
 		q.levels = append(q.levels[:li], q.levels[li+1:]...)
 	}
 	node.sender, node.priority, node.prev, node.next = nil, 0, 0, 0
-	node.declined, node.declinedAt = false, 0
+	node.declined, node.held, node.declinedAt = false, false, 0
 	node.generation++
 	q.free = append(q.free, slot)
 	q.n--
@@ -95,12 +97,21 @@ func (q *Queue) Contains(t Ticket) bool {
 	return node != nil
 }
 
-// Decline records that the sender named t declined an offer when openings
-// channels had opened so far; it is passed over until more have.
+// Decline records that the sender named t declined an offer made when
+// openings channels had opened so far; it is passed over until more have.
+// It releases a hold.
 func (q *Queue) Decline(t Ticket, openings uint64) {
 	if _, node := q.lookup(t); node != nil {
-		node.declined = true
+		node.declined, node.held = true, false
 		node.declinedAt = openings
+	}
+}
+
+// Hold passes the sender named t over, keeping its place, until Decline or
+// Remove is called for it.
+func (q *Queue) Hold(t Ticket) {
+	if _, node := q.lookup(t); node != nil {
+		node.held = true
 	}
 }
 
@@ -110,7 +121,7 @@ func (q *Queue) Next(openings uint64) (Ticket, Sender, bool) {
 	for _, lv := range q.levels {
 		for slot := lv.head; slot >= 0; {
 			node := &q.nodes[slot]
-			if !node.declined || node.declinedAt < openings {
+			if !node.held && (!node.declined || node.declinedAt < openings) {
 				return makeTicket(node.generation, slot), node.sender, true
 			}
 			slot = node.next

@@ -9,13 +9,24 @@ import (
 )
 
 // User callbacks are never run under a lock. Each step that decides one
-// queues it (under callbacksMu, a leaf lock) and then calls run, which makes
-// the calling goroutine the drainer unless another goroutine already is. The
-// drainer runs queued callbacks and makes offers until there is nothing left
-// to do; a callback that calls back into the scheduler only queues more work
-// for the same drainer, so nothing deadlocks and nothing is lost. Because the
-// queue and the drainer flag share one lock, work queued just as the drainer
-// finishes is seen by its last check or by the caller that queued it.
+// queues it (under callbacksMu, a leaf lock) and then calls run, which starts
+// the drainer unless one is already running. The drainer runs queued
+// callbacks and makes offers, one at a time, until there is nothing left to
+// do, then stops; a callback that calls back into the scheduler only queues
+// more work for the same drainer, so nothing deadlocks and nothing is lost.
+// Because the queue and the drainer flag share one lock, work queued just as
+// the drainer finishes is seen by its last check or by the caller that queued
+// it.
+//
+// The drainer normally runs on a goroutine of its own, started when work
+// arrives and ended when there is none, so a host's goroutine that calls
+// Deliver or Disconnect never runs other components' code. With
+// Config.InlineCallbacks it runs on the goroutine that found it idle instead.
+//
+// No scheduler method waits for user code (Shutdown aside, which says so), so
+// the scheduler never needs to know whether a call comes from inside a
+// callback, or on whose behalf: a call from anywhere only changes the state
+// and queues what follows.
 
 type callbackKind uint8
 
@@ -118,34 +129,53 @@ func (s *Scheduler) wantOffers() {
 	s.callbacksMu.Unlock()
 }
 
-// run drains queued callbacks and offers unless another goroutine is
-// already doing so, in which case that goroutine will see the new work.
+// run starts the drainer if there is work for it and none is running.
 func (s *Scheduler) run() {
 	s.callbacksMu.Lock()
 	s.runLocked()
 	s.callbacksMu.Unlock()
 }
 
-// runLocked is run for a caller that holds callbacksMu, which it holds again
-// on return.
+// runLocked starts the drainer if there is work and none is running: on its
+// own goroutine, or, with inline callbacks, on this one before it returns.
+// Caller holds callbacksMu, which it holds again on return.
 func (s *Scheduler) runLocked() {
-	if s.draining {
+	if s.draining || (s.pending.len() == 0 && !s.dispatchWanted) {
 		return
 	}
 	s.draining = true
-	s.drain()
-	s.draining = false
-	s.idle.Broadcast()
+	if s.inline {
+		s.drainLocked()
+		return
+	}
+	go s.drainOnOwnGoroutine()
 }
 
-// drain is the drainer's loop; it is entered and left with callbacksMu held.
-// Its name is looked for on the stack by insideCallback, so it must not be
-// inlined.
+func (s *Scheduler) drainOnOwnGoroutine() {
+	s.callbacksMu.Lock()
+	s.drainLocked()
+	s.callbacksMu.Unlock()
+}
+
+// drainLocked is the drainer's loop: it runs queued callbacks, and makes one
+// offer whenever none is queued, until neither is left. It is entered and
+// left with callbacksMu held and draining set, and clears draining.
 //
-//go:noinline
-func (s *Scheduler) drain() {
+// Offers come one at a time with the callback queue checked between them,
+// so the callbacks waiting are never more than one per request in flight
+// (see owed) plus one discard per sender.
+func (s *Scheduler) drainLocked() {
+	finished := false
+	defer func() {
+		if !finished {
+			s.handOver()
+		}
+	}()
 	for {
 		if c, ok := s.pending.pop(); ok {
+			if c.kind == callResponse || c.kind == callFailure {
+				s.owed.Add(-1)
+			}
 			s.callbacksMu.Unlock()
 			s.invoke(&c)
 			s.callbacksMu.Lock()
@@ -154,16 +184,41 @@ func (s *Scheduler) drain() {
 		if s.dispatchWanted {
 			s.dispatchWanted = false
 			s.callbacksMu.Unlock()
-			s.makeOffers()
+			more := s.makeOffers()
 			s.callbacksMu.Lock()
+			s.dispatchWanted = s.dispatchWanted || more
 			continue
 		}
-		return
+		break
 	}
+	s.draining = false
+	s.settleLocked()
+	finished = true
+}
+
+// handOver runs when a callback ended the drainer's goroutine with
+// runtime.Goexit (t.FailNow does): no lock is held then, since user code runs
+// with none. The goroutine cannot be kept, so a fresh drainer takes over the
+// work that is left, on a goroutine of its own even with inline callbacks.
+func (s *Scheduler) handOver() {
+	s.callbacksMu.Lock()
+	s.draining = false
+	if s.pending.len() > 0 || s.dispatchWanted {
+		s.draining = true
+		go s.drainOnOwnGoroutine()
+	} else {
+		s.settleLocked()
+	}
+	s.callbacksMu.Unlock()
 }
 
 func (s *Scheduler) invoke(c *callback) {
-	defer s.recoverCallback(c.kind)
+	returned := false
+	defer func() {
+		if !returned {
+			s.userCodeDidNotReturn(c.kind.String(), recover())
+		}
+	}()
 	switch c.kind {
 	case callResponse:
 		c.receiver.OnResponse(c.id, c.from, c.response)
@@ -172,23 +227,35 @@ func (s *Scheduler) invoke(c *callback) {
 	case callDiscard:
 		c.sender.OnDiscard()
 	}
+	returned = true
 }
 
-// callSender hands snd its offer, recovering a panic: the offer then closes
-// as it stands (a send made before the panic counts).
+// callSender hands snd its offer. If OnOffer panics or exits its goroutine,
+// the offer still closes as it stands (a send made before counts).
 func (s *Scheduler) callSender(snd offer.Sender, o offer.Offer) {
-	defer s.recoverCallback(callOffer)
+	returned := false
+	defer func() {
+		if !returned {
+			s.userCodeDidNotReturn(callOffer.String(), recover())
+		}
+	}()
 	snd.OnOffer(o)
+	returned = true
 }
 
-// recoverCallback is deferred around every user callback: a panic is counted
-// and logged with its stack, and the scheduler carries on, its state intact
-// because no lock is held while user code runs.
-func (s *Scheduler) recoverCallback(kind callbackKind) {
-	if r := recover(); r != nil {
-		s.panics.Add(1)
-		s.logPanic(kind.String(), r)
+// userCodeDidNotReturn reports user code that panicked (value is what it
+// panicked with, recovered by the caller's deferred function) or called
+// runtime.Goexit (value is nil). A panic is stopped here; a Goexit goes on
+// ending its goroutine, and the deferred functions above this one put the
+// scheduler's state right. Either way the scheduler carries on, its state
+// intact because no lock is held while user code runs.
+func (s *Scheduler) userCodeDidNotReturn(where string, value any) {
+	s.panics.Add(1)
+	if value == nil {
+		s.log.Error("peersched: user code called runtime.Goexit", "in", where, "stack", string(debug.Stack()))
+		return
 	}
+	s.logPanic(where, value)
 }
 
 func (s *Scheduler) logPanic(where string, value any) {

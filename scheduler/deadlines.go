@@ -58,7 +58,7 @@ func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 		if !f.Notification {
 			s.countEndLocked(&f)
 			s.callbacksMu.Lock()
-			s.pending.pushFinished(&f)
+			s.oweLocked(&f)
 			s.callbacksMu.Unlock()
 			// A timeout is evidence too: the peer took at least this long.
 			// Without it a peer that never answers would keep the response

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -53,21 +54,25 @@ func (f senderFunc) OnOffer(o offer.Offer) { f(o) }
 func (f senderFunc) OnDiscard()            {}
 
 // A request's round trip: schedule a sender, send a request through its
-// offer, and get the response in the receiver.
+// offer, and get the response in the receiver. Callbacks run on the
+// scheduler's own goroutine, so the example waits for them on channels, as a
+// component would.
 func Example() {
 	s, err := scheduler.New(scheduler.Config{})
 	if err != nil {
 		panic(err)
 	}
-	defer s.Stop()
+	defer s.Shutdown(context.Background())
 	alice := &wire{id: "alice"}
 	if err := s.Connect(alice, 2); err != nil {
 		panic(err)
 	}
 
+	sent := make(chan struct{})
+	answered := make(chan string)
 	print := receiver.Funcs{
 		Response: func(id receiver.RequestID, from peer.ID, response any) {
-			fmt.Printf("%s answered: %v\n", from, response)
+			answered <- fmt.Sprintf("%s answered: %v", from, response)
 		},
 	}
 	_, err = s.Schedule(senderFunc(func(o offer.Offer) {
@@ -76,15 +81,18 @@ func Example() {
 		if _, err := o.Request(0, "GET /ledger/42", print, 5*time.Second); err != nil {
 			fmt.Println("send failed:", err)
 		}
+		close(sent)
 	}), 0)
 	if err != nil {
 		panic(err)
 	}
 
-	// The network answers.
+	// The network answers what was sent.
+	<-sent
 	for _, m := range alice.take() {
 		_ = s.Deliver("alice", m.requestID, fmt.Sprintf("ledger 42 (asked %q)", m.message))
 	}
+	fmt.Println(<-answered)
 	// Output:
 	// offered 2 channels, may use 2; sending to alice
 	// alice answered: ledger 42 (asked "GET /ledger/42")
@@ -137,7 +145,7 @@ func Example_retry() {
 	if err != nil {
 		panic(err)
 	}
-	defer s.Stop()
+	defer s.Shutdown(context.Background())
 	silent, steady := &wire{id: "a-silent"}, &wire{id: "b-steady"}
 	_ = s.Connect(silent, 1)
 	_ = s.Connect(steady, 1)
@@ -183,12 +191,14 @@ func (b *bulk) OnOffer(o offer.Offer) {
 
 func (b *bulk) OnDiscard() {}
 
-// A bulk download of ten objects over two peers with two channels each. (The
-// mock clock keeps response times, and so the choice of peers, the same on
-// every run.)
+// A bulk download of ten objects over two peers with two channels each, as a
+// simulation would run it: on a mock clock, which keeps response times (and
+// so the choice of peers) the same on every run, and with inline callbacks,
+// which finish before the call that caused them returns, so the same steps
+// always interleave the same way and no lock guards the counts.
 func Example_bulk() {
-	s, _ := scheduler.New(scheduler.Config{Clock: clock.NewMock()})
-	defer s.Stop()
+	s, _ := scheduler.New(scheduler.Config{Clock: clock.NewMock(), InlineCallbacks: true})
+	defer s.Shutdown(context.Background())
 	peers := []*wire{{id: "p1"}, {id: "p2"}}
 	for _, p := range peers {
 		_ = s.Connect(p, 2)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -33,7 +34,12 @@ func FuzzScheduler(f *testing.F) {
 	for _, seed := range fuzzSeeds {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { runFuzzProgram(t, data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		// Every program runs with callbacks on the scheduler's goroutine
+		// (the default) and inline; both must match the model.
+		runFuzzProgram(t, data, false)
+		runFuzzProgram(t, data, true)
+	})
 }
 
 // The operations a program (or a callback, from inside) can perform.
@@ -126,6 +132,9 @@ type fuzzSide struct {
 
 	log        []string // every callback and every operation's result
 	violations []string
+	// afterTopLevelCall, if set, runs right after each call the driver
+	// itself makes (not one from inside a callback).
+	afterTopLevelCall func()
 	inAdvance  atomic.Bool // a top-level advance is firing deadlines
 	budget     int         // nested operations left
 
@@ -153,6 +162,14 @@ func newFuzzSide(name string, api schedulerAPI, cfg Config) *fuzzSide {
 
 func (sd *fuzzSide) logf(format string, args ...any) {
 	sd.log = append(sd.log, fmt.Sprintf(format, args...))
+}
+
+// returned is called after every API call exec makes; nested says whether
+// the call came from inside a callback.
+func (sd *fuzzSide) returned(nested bool) {
+	if !nested && sd.afterTopLevelCall != nil {
+		sd.afterTopLevelCall()
+	}
 }
 
 func (sd *fuzzSide) violate(format string, args ...any) {
@@ -207,18 +224,20 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		was := sd.connected[id]
 		sd.connected[id] = true
 		err := sd.api.Connect(p, channels)
+		sd.returned(nested)
 		sd.logf("connect %s/%d: %s", id, channels, errClass(err))
 		if err != nil {
 			sd.connected[id] = was
 		}
 	case opDisconnect:
 		id := fuzzPeerName(in.next())
-		sd.disconnect(id, "disconnect "+string(id))
+		sd.disconnect(id, "disconnect "+string(id), nested)
 	case opSchedule:
 		priority := int(in.next() % 4)
 		snd := &fuzzSender{sd: sd, n: len(sd.senders), plan: in.take(1 + int(in.next()%6))}
 		sd.senders = append(sd.senders, snd)
 		t, err := sd.api.Schedule(snd, priority)
+		sd.returned(nested)
 		sd.logf("schedule s%d prio %d: %s", snd.n, priority, errClass(err))
 		snd.ticket, snd.scheduled = t, err == nil
 	case opDeliver, opDeliverWrong, opDeliverUnknown:
@@ -237,9 +256,10 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		if !ok {
 			from = fuzzPeerName(in.next())
 		}
-		sd.deliver(from, id)
+		sd.deliver(from, id, nested)
 	case opAdvance:
 		sd.advance(fuzzAdvances[in.next()%8])
+		sd.returned(nested)
 	case opWithdrawSender:
 		b := in.next()
 		if len(sd.senders) == 0 {
@@ -247,6 +267,7 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		}
 		snd := sd.senders[int(b)%len(sd.senders)]
 		ok := sd.api.WithdrawSender(snd.ticket)
+		sd.returned(nested)
 		sd.logf("withdraw s%d: %v", snd.n, ok)
 		if ok {
 			snd.exit("withdrawn")
@@ -254,6 +275,7 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 	case opWithdrawReceiver:
 		id := sd.pickID(in.next())
 		ok := sd.api.WithdrawReceiver(id)
+		sd.returned(nested)
 		sd.logf("withdraw receiver %#x: %v", uint64(id), ok)
 		if r := sd.receivers[id]; ok && r != nil {
 			if r.outcomes > 0 {
@@ -263,6 +285,7 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		}
 	case opStop:
 		sd.api.Stop()
+		sd.returned(nested)
 		sd.logf("stop")
 	case opUseKeptOffer:
 		b := in.next()
@@ -278,6 +301,7 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		}
 		o := sd.kept[int(b)%len(sd.kept)]
 		_, err := o.Request(0, "kept", &fuzzReceiver{sd: sd}, time.Second)
+		sd.returned(nested)
 		sd.logf("send on a kept offer: %s", errClass(err))
 		if err == nil {
 			sd.violate("a send on an offer kept after its callback succeeded")
@@ -290,21 +314,23 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 
 // disconnect disconnects a peer; offers made before Disconnect returns
 // must not list it.
-func (sd *fuzzSide) disconnect(id peer.ID, what string) {
+func (sd *fuzzSide) disconnect(id peer.ID, what string, nested bool) {
 	was := sd.connected[id]
 	delete(sd.connected, id)
 	err := sd.api.Disconnect(id)
+	sd.returned(nested)
 	sd.logf("%s: %s", what, errClass(err))
 	if err != nil && was {
 		sd.connected[id] = true
 	}
 }
 
-func (sd *fuzzSide) deliver(from peer.ID, id receiver.RequestID) {
+func (sd *fuzzSide) deliver(from peer.ID, id receiver.RequestID, nested bool) {
 	sd.values++
 	value := fmt.Sprintf("v%d", sd.values)
 	sd.valueFor[value] = id
 	err := sd.api.Deliver(from, id, value)
+	sd.returned(nested)
 	sd.logf("deliver %s from %s to %#x: %s", value, from, uint64(id), errClass(err))
 	if err != nil && sd.handedOver[value] {
 		sd.violate("Deliver refused %s for %#x (%v), but a receiver got it", value, uint64(id), err)
@@ -559,7 +585,7 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 		panic("host exploded")
 	case 5: // the response comes before Send returns
 		if id != 0 {
-			sd.deliver(p.id, id)
+			sd.deliver(p.id, id, true)
 		}
 	case 6, 7: // up to three calls back in (a Deliver picks the request being sent first), then succeed or fail
 		for range 1 + p.plan.next()%3 {
@@ -569,11 +595,11 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 			return errRefused
 		}
 	case 8:
-		sd.disconnect(p.id, string(p.id)+" disconnects while sending")
+		sd.disconnect(p.id, string(p.id)+" disconnects while sending", true)
 	case 9: // a response, and a duplicate, before Send returns
 		if id != 0 {
-			sd.deliver(p.id, id)
-			sd.deliver(p.id, id)
+			sd.deliver(p.id, id, true)
+			sd.deliver(p.id, id, true)
 		}
 	}
 	return nil
@@ -613,7 +639,7 @@ func sortedUsage(api schedulerAPI) []peer.Usage {
 	return u
 }
 
-func runFuzzProgram(t *testing.T, data []byte) {
+func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 	// A program that hangs would stall the fuzzer without a report; this
 	// real-time watchdog, outside the bubble, crashes the worker instead,
 	// which makes the fuzzer keep the input, and prints every stack.
@@ -632,7 +658,7 @@ func runFuzzProgram(t *testing.T, data []byte) {
 		mock := clock.NewMock()
 		logs := &recordingHandler{}
 		realCfg := cfg
-		realCfg.Clock, realCfg.Logger = mock, logs.logger()
+		realCfg.Clock, realCfg.Logger, realCfg.InlineCallbacks = mock, logs.logger(), inline
 		s, err := New(realCfg)
 		if err != nil {
 			t.Fatal(err)
@@ -641,14 +667,15 @@ func runFuzzProgram(t *testing.T, data []byte) {
 		rs, ms := newFuzzSide("real", s, cfg), newFuzzSide("model", m, cfg)
 		rs.mock, ms.model = mock, m
 
-		settle := func() {
-			synctest.Wait()
-			// Callbacks may have run on the mock's timer goroutine; taking
-			// the lock they last released orders their writes before ours.
-			s.callbacksMu.Lock()
-			_ = s.draining // empty critical sections draw a lint; this read is harmless
-			s.callbacksMu.Unlock()
+		var settle func()
+		if !inline {
+			// A top-level call's callbacks run on the scheduler's
+			// goroutine; the driver lets them finish before it reads or
+			// writes anything, so the log has them where the model,
+			// whose callbacks finish within the call, has them.
+			rs.afterTopLevelCall = func() { settle() }
 		}
+		settle = func() { settleScheduler(s) }
 		check := func(step int, what string) {
 			t.Helper()
 			settle()
@@ -694,7 +721,9 @@ func runFuzzProgram(t *testing.T, data []byte) {
 			check(step, opNames[opTable[data[start]%32]])
 		}
 
-		s.Stop()
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 		m.Stop()
 		rs.logf("final stop")
 		ms.logf("final stop")

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -32,8 +33,22 @@ type world struct {
 }
 
 // inBubble runs body in a synctest bubble with a fresh mock clock and
-// scheduler; the scheduler is stopped, and its invariants checked, at the end.
+// scheduler; the scheduler is shut down, and its invariants checked, at the
+// end.
+//
+// The scheduler runs its callbacks inline: these tests assert the exact
+// state after each step, and inline callbacks finish within the call that
+// caused them. The state machine is the same in both modes; what differs
+// (where callbacks run) is tested on its own in lane_test.go, and the model
+// fuzzer and the stress test run in both modes.
 func inBubble(t *testing.T, cfg Config, body func(w *world)) {
+	t.Helper()
+	cfg.InlineCallbacks = true
+	inBubbleAsIs(t, cfg, body)
+}
+
+// inBubbleAsIs is inBubble with the callback mode cfg asks for.
+func inBubbleAsIs(t *testing.T, cfg Config, body func(w *world)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		mock := clock.NewMock()
@@ -43,10 +58,30 @@ func inBubble(t *testing.T, cfg Config, body func(w *world)) {
 		require.NoError(t, err)
 		w := &world{t: t, clock: mock, held: held, s: s, peers: map[peer.ID]*hostPeer{}}
 		body(w)
-		s.Stop()
-		synctest.Wait()
+		require.NoError(t, s.Shutdown(context.Background()))
 		w.checkChannels()
 	})
+}
+
+// settle waits until every goroutine of the bubble, the callback goroutine
+// included, is blocked, and orders what the callbacks wrote before what the
+// caller reads next: the drainer's last act is to release callbacksMu.
+func (w *world) settle() { settleScheduler(w.s) }
+
+// settleScheduler waits until s is idle with every goroutine of the bubble blocked.
+// synctest.Wait alone is not enough: a callback asleep in the mock clock's
+// Add counts as blocked. Receiving from whenIdle orders what the callbacks
+// wrote before what the caller reads next.
+func settleScheduler(s *Scheduler) {
+	for {
+		synctest.Wait()
+		select {
+		case <-s.whenIdle():
+			return
+		default:
+			<-s.whenIdle()
+		}
+	}
 }
 
 // holdingClock is the mock clock with a switch that holds back the

@@ -12,8 +12,17 @@ package scheduler
 //
 //   - Callbacks run one at a time, outside any call that causes them: a call
 //     queues them, and the outermost call runs the queue (and then makes
-//     every offer it can) before it returns. A call from inside a callback
-//     only queues.
+//     offers, running the receiver callbacks that each offer causes before
+//     the next) before it returns. A call from inside a callback only
+//     queues. (The real scheduler may run the queue on its own goroutine;
+//     the fuzzer waits for it after every step, so the order is the same.)
+//   - A sender leaves the queue at its first send that the host accepts. If
+//     its offer ends with sends still in the host's hands and none accepted,
+//     it keeps its place but is passed over until they end; then it has
+//     declined, or is discarded if the scheduler stopped meanwhile. A
+//     withdrawal succeeds while the sender is in the queue, and expires its
+//     running offer.
+//   - A request counts against MaxRequests until its receiver is called.
 //   - Senders wait in priority order, FIFO within a priority. An offer goes
 //     to the first waiting sender that has not declined since the last
 //     channel opening. Its size is 1 if others wait, else every open
@@ -52,8 +61,10 @@ type model struct {
 
 	queue   []*mSender // waiting senders, in the order they are offered channels
 	tickets offer.Ticket
-	offer   mOffer
-	discard *mSender // the offered sender, if Stop came during its offer
+	offer   *mOffer // the current or last offer
+	// undecided are the offers whose sender's exit is open: the running
+	// one, and those that ended with sends in progress.
+	undecided []*mOffer
 
 	slots     []mSlot // the request table: each slot's generation and last request
 	free      []int   // free slots, the last freed at the end
@@ -62,7 +73,7 @@ type model struct {
 	deadlines []*mDeadline
 	armed     uint64 // deadlines armed so far: the tie-break
 
-	pending    []func() // callbacks waiting to run
+	pending    []mCallback // callbacks waiting to run
 	wantOffers bool
 	draining   bool
 
@@ -83,16 +94,27 @@ type mSender struct {
 	priority int
 	ticket   offer.Ticket
 	declined bool
+	held     bool   // its offer ended with sends in progress
 	at       uint64 // openings when it last declined
 }
 
 type mOffer struct {
 	generation uint64
-	live       bool
+	live       bool // OnOffer runs and the offer takes sends
+	closed     bool // OnOffer has returned
 	sender     *mSender
+	openings   uint64
 	channels   []mChannel
 	used       []bool
-	size, sent int
+	size, sent int  // sent: claims, in progress or accepted
+	inProgress int  // sends the host has not returned from
+	accepted   bool // a send was accepted: the sender has left
+	discard    bool // stopped while undecided: discard unless a send is accepted
+}
+
+type mCallback struct {
+	f        func()
+	receiver bool // a receiver's call, owed until it starts
 }
 
 type mChannel struct {
@@ -138,7 +160,8 @@ type mDeadline struct {
 }
 
 func newModel(cfg Config) *model {
-	m := &model{maxSenders: cfg.MaxSenders, maxRequests: cfg.MaxRequests, maxOffer: cfg.MaxOfferChannels, peers: map[peer.ID]*mPeer{}}
+	m := &model{maxSenders: cfg.MaxSenders, maxRequests: cfg.MaxRequests, maxOffer: cfg.MaxOfferChannels, peers: map[peer.ID]*mPeer{},
+		offer: &mOffer{}}
 	if m.maxSenders == 0 {
 		m.maxSenders = DefaultMaxSenders
 	}
@@ -162,12 +185,19 @@ func (m *model) run() {
 		if len(m.pending) > 0 {
 			c := m.pending[0]
 			m.pending = m.pending[1:]
-			m.call(c)
+			m.call(c.f)
 			continue
 		}
 		if m.wantOffers {
 			m.wantOffers = false
-			for m.offerNext() {
+			for {
+				if m.owed() > 0 {
+					m.wantOffers = true
+					break
+				}
+				if !m.offerNext() {
+					break
+				}
 			}
 			continue
 		}
@@ -177,6 +207,16 @@ func (m *model) run() {
 }
 
 func (m *model) want() { m.wantOffers = true; m.run() }
+
+// owed counts the receiver calls queued.
+func (m *model) owed() (n int) {
+	for _, c := range m.pending {
+		if c.receiver {
+			n++
+		}
+	}
+	return n
+}
 
 // call runs user code, recovering a panic: it is counted and forgotten.
 func (m *model) call(f func()) {
@@ -199,7 +239,7 @@ func (m *model) offerNext() bool {
 	if m.stopped || m.open() == 0 {
 		return false
 	}
-	i := slices.IndexFunc(m.queue, func(s *mSender) bool { return !s.declined || s.at < m.openings })
+	i := slices.IndexFunc(m.queue, func(s *mSender) bool { return !s.held && (!s.declined || s.at < m.openings) })
 	if i < 0 {
 		return false
 	}
@@ -209,22 +249,47 @@ func (m *model) offerNext() bool {
 		size = m.open()
 	}
 	chans := m.best()
-	m.offer = mOffer{generation: m.offer.generation + 1, live: true, sender: snd, channels: chans,
+	o := &mOffer{generation: m.offer.generation + 1, live: true, sender: snd, openings: openings, channels: chans,
 		used: make([]bool, len(chans)), size: min(size, len(chans))}
-	m.call(func() { snd.s.OnOffer(offer.New((*modelCarrier)(m), m.offer.generation)) })
-	m.offer.live = false
-	switch k := slices.Index(m.queue, snd); {
-	case k >= 0 && m.offer.sent > 0:
-		m.queue = slices.Delete(m.queue, k, k+1)
-	case k >= 0:
-		snd.declined, snd.at = true, openings
-	case m.discard != nil:
-		if m.offer.sent == 0 {
-			m.pending = append(m.pending, m.discard.s.OnDiscard)
+	m.offer = o
+	m.undecided = append(m.undecided, o)
+	m.call(func() { snd.s.OnOffer(offer.New((*modelCarrier)(m), o.generation)) })
+	o.live, o.closed = false, true
+	if o.inProgress > 0 {
+		if !o.accepted {
+			snd.held = true
 		}
-		m.discard = nil
+		return true
 	}
+	m.settle(o)
 	return true
+}
+
+// settle decides the exit of the sender of o, closed with no send in progress.
+func (m *model) settle(o *mOffer) {
+	m.undecided = slices.DeleteFunc(m.undecided, func(u *mOffer) bool { return u == o })
+	snd := o.sender
+	switch k := slices.Index(m.queue, snd); {
+	case o.accepted:
+	case o.discard:
+		m.pending = append(m.pending, mCallback{f: snd.s.OnDiscard})
+	case k >= 0:
+		snd.declined, snd.held, snd.at = true, false, o.openings
+	}
+}
+
+// sendEnded records the end of a send claimed through o.
+func (m *model) sendEnded(o *mOffer, ok bool) {
+	o.inProgress--
+	if ok && !o.accepted {
+		o.accepted = true
+		if k := slices.Index(m.queue, o.sender); k >= 0 {
+			m.queue = slices.Delete(m.queue, k, k+1)
+		}
+	}
+	if o.closed && o.inProgress == 0 {
+		m.settle(o)
+	}
 }
 
 // best lists every open channel, best first, cut to the offer's N.
@@ -343,9 +408,6 @@ func (m *model) WithdrawSender(t offer.Ticket) bool {
 		return false
 	}
 	if m.offer.live && m.offer.sender == m.queue[k] {
-		if m.offer.sent > 0 {
-			return false // it has sent in this offer: that is its exit
-		}
 		m.offer.live = false
 	}
 	m.queue = slices.Delete(m.queue, k, k+1)
@@ -375,7 +437,7 @@ func (c *modelCarrier) OfferChannel(generation uint64, i int) (offer.Channel, bo
 }
 
 func (c *modelCarrier) claim(generation uint64, i int) (*mPeer, error) {
-	o := &c.offer
+	o := c.offer
 	switch {
 	case c.stopped:
 		return nil, ErrStopped
@@ -392,14 +454,17 @@ func (c *modelCarrier) claim(generation uint64, i int) (*mPeer, error) {
 	}
 	o.used[i] = true
 	o.sent++
+	o.inProgress++
 	return o.channels[i].p, nil
 }
 
-func (c *modelCarrier) unclaim(generation uint64, i int) {
-	if c.current(generation) && c.offer.used[i] {
-		c.offer.used[i] = false
-		c.offer.sent--
+// unclaim undoes a claim on o whose send failed.
+func (c *modelCarrier) unclaim(o *mOffer, i int) {
+	if o.live && o.used[i] {
+		o.used[i] = false
+		o.sent--
 	}
+	(*model)(c).sendEnded(o, false)
 }
 
 func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
@@ -414,8 +479,9 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	if err != nil {
 		return 0, err
 	}
-	if m.inFlight >= m.maxRequests {
-		c.unclaim(generation, i)
+	o := c.offer
+	if m.inFlight+m.owed() >= m.maxRequests {
+		c.unclaim(o, i)
 		return 0, ErrTooManyRequests
 	}
 	p.closed++
@@ -427,11 +493,12 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 		if !p.gone {
 			p.closed-- // never really taken: not an opening
 		}
-		c.unclaim(generation, i)
+		c.unclaim(o, i)
 		m.st.SendErrors++
 		m.want()
 		return 0, fmt.Errorf("send to %q: %w", p.id, err)
 	}
+	m.sendEnded(o, true)
 	m.st.Sent++
 	q.sending = false
 	if q.held != none {
@@ -450,16 +517,18 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	if err != nil {
 		return err
 	}
+	o := c.offer
 	p.closed++
 	if err := m.hostSend(p, 0, message); err != nil {
 		if !p.gone {
 			p.closed--
 		}
-		c.unclaim(generation, i)
+		c.unclaim(o, i)
 		m.st.SendErrors++
 		m.want()
 		return fmt.Errorf("send to %q: %w", p.id, err)
 	}
+	m.sendEnded(o, true)
 	m.st.Notified++
 	if m.stopped {
 		if !p.gone {
@@ -548,7 +617,7 @@ func (m *model) finish(q *mReq, o outcome) {
 	case o == answered:
 		m.st.Succeeded++
 		resp := q.response
-		m.pending = append(m.pending, func() { r.OnResponse(id, from, resp) })
+		m.pending = append(m.pending, mCallback{f: func() { r.OnResponse(id, from, resp) }, receiver: true})
 		return
 	}
 	var reason receiver.Reason
@@ -563,7 +632,7 @@ func (m *model) finish(q *mReq, o outcome) {
 		m.st.ShutDown++
 		reason = receiver.Shutdown
 	}
-	m.pending = append(m.pending, func() { r.OnFailure(id, from, reason) })
+	m.pending = append(m.pending, mCallback{f: func() { r.OnFailure(id, from, reason) }, receiver: true})
 }
 
 func (m *model) WithdrawReceiver(id receiver.RequestID) bool {
@@ -699,14 +768,14 @@ func (m *model) advance(d time.Duration) {
 func (m *model) Stop() {
 	if !m.stopped {
 		m.stopped = true
-		if m.offer.live {
-			if k := slices.Index(m.queue, m.offer.sender); k >= 0 {
-				m.discard = m.offer.sender
+		for _, o := range m.undecided {
+			if k := slices.Index(m.queue, o.sender); k >= 0 && !o.accepted {
+				o.discard = true
 				m.queue = slices.Delete(m.queue, k, k+1)
 			}
 		}
 		for _, s := range m.queue {
-			m.pending = append(m.pending, s.s.OnDiscard)
+			m.pending = append(m.pending, mCallback{f: s.s.OnDiscard})
 		}
 		m.queue = nil
 		for _, s := range m.slots { // in slot order
@@ -741,7 +810,7 @@ func (m *model) Stop() {
 // leave behind.
 func (m *model) stranded() bool {
 	return !m.stopped && m.open() > 0 &&
-		slices.ContainsFunc(m.queue, func(s *mSender) bool { return !s.declined || s.at < m.openings })
+		slices.ContainsFunc(m.queue, func(s *mSender) bool { return !s.held && (!s.declined || s.at < m.openings) })
 }
 
 func (m *model) Stats() Stats {

@@ -9,38 +9,52 @@ import (
 	"github.com/peersched/peersched/receiver"
 )
 
-// makeOffers makes offers, one at a time, while a sender and an open
-// channel can meet. Only the goroutine running callbacks calls it, so offers
-// are made one at a time and the channels listed in an open offer can only
-// be closed through that offer (or vanish with their peer). Closing one
-// offer and looking for the next share one acquisition of offersMu: that is
-// one lock round trip fewer on every request's path.
-func (s *Scheduler) makeOffers() {
+// makeOffers makes offers, one at a time, while a sender and an open channel
+// can meet and no receiver callback is waiting; it reports whether it stopped
+// for the callbacks with offers still possible. Only the drainer calls it, so
+// offers are made one at a time and the channels listed in an open offer can
+// only be closed through that offer (or vanish with their peer). Closing one
+// offer and opening the next share one acquisition of offersMu: that is one
+// lock round trip fewer on every request's path.
+func (s *Scheduler) makeOffers() (more bool) {
 	s.offersMu.Lock()
+	defer s.offersMu.Unlock()
 	for {
-		t, snd, generation, ok := s.openOfferLocked()
-		if !ok {
-			break
+		if s.owed.Load() > 0 {
+			return true
 		}
-		s.offersMu.Unlock()
-		s.callSender(snd, offer.New((*carrier)(s), generation))
-		s.offersMu.Lock()
-		s.closeOfferLocked(t)
+		snd, generation, ok := s.openOfferLocked()
+		if !ok {
+			return false
+		}
+		s.offerLocked(snd, generation)
 	}
+}
+
+// offerLocked hands snd the offer named generation, releasing offersMu while
+// OnOffer runs, and closes the offer once it returns, however it returns.
+// Caller holds offersMu, which it holds again on return, even if OnOffer ends
+// its goroutine with runtime.Goexit.
+func (s *Scheduler) offerLocked(snd offer.Sender, generation uint64) {
 	s.offersMu.Unlock()
+	defer func() {
+		s.offersMu.Lock()
+		s.decideLocked(s.book.Close(generation))
+	}()
+	s.callSender(snd, offer.New((*carrier)(s), generation))
 }
 
 // openOfferLocked opens an offer to the next sender, if a sender and an open
 // channel can meet, and returns the sender and the offer's generation.
 // Caller holds offersMu.
-func (s *Scheduler) openOfferLocked() (t offer.Ticket, snd offer.Sender, generation uint64, ok bool) {
+func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok bool) {
 	if s.stopped || s.pool.Open() == 0 {
-		return 0, nil, 0, false
+		return nil, 0, false
 	}
 	openings := s.pool.Openings()
-	t, snd, ok = s.queue.Next(openings)
+	t, snd, ok := s.queue.Next(openings)
 	if !ok {
-		return 0, nil, 0, false
+		return nil, 0, false
 	}
 	// Fairness: while others wait, a sender may close one channel per offer;
 	// alone, it may close every channel it is shown.
@@ -49,34 +63,25 @@ func (s *Scheduler) openOfferLocked() (t offer.Ticket, snd offer.Sender, generat
 		size = s.pool.Open()
 	}
 	s.choices = s.pool.Best(s.choices[:0], s.maxOffer)
-	generation = s.book.Open(t, s.choices, size)
-	s.offerOpenings = openings
-	s.offering = t
-	return t, snd, generation, true
+	return snd, s.book.Open(t, snd, openings, s.choices, size), true
 }
 
-// closeOfferLocked closes the open offer to the sender named t once its
-// OnOffer has returned: the sender leaves the queue if it sent, and is
-// passed over until something new opens if it did not. Caller holds
-// offersMu.
-func (s *Scheduler) closeOfferLocked(t offer.Ticket) {
-	s.offering = 0
-	s.offerClosed.Broadcast()
-	sent := s.book.Close()
-	switch {
-	case s.queue.Contains(t) && sent > 0:
-		s.queue.Remove(t)
-	case s.queue.Contains(t):
-		s.queue.Decline(t, s.offerOpenings)
-	case s.discardOnClose != nil:
-		// Stop came during the offer and left this sender to us: it
-		// leaves by its send if it made one, else by discard.
-		if sent == 0 {
+// decideLocked carries out what the book decided about an offered sender.
+// Caller holds offersMu.
+func (s *Scheduler) decideLocked(d offer.Decision) {
+	switch d.Exit {
+	case offer.LeftBySend:
+		s.queue.Remove(d.Ticket)
+	case offer.Held:
+		s.queue.Hold(d.Ticket)
+	case offer.Declined:
+		if d.Discard {
 			s.callbacksMu.Lock()
-			s.pending.push(callback{kind: callDiscard, sender: s.discardOnClose})
+			s.pending.push(callback{kind: callDiscard, sender: d.Sender})
 			s.callbacksMu.Unlock()
+			return
 		}
-		s.discardOnClose = nil
+		s.queue.Decline(d.Ticket, d.Openings)
 	}
 }
 
@@ -98,8 +103,9 @@ func (c *carrier) OfferChannel(generation uint64, i int) (offer.Channel, bool) {
 	return s.book.Channel(generation, i)
 }
 
-// claim closes the i-th channel of the open offer for a send and returns the
-// peer to send to. It leaves the offers lock held on success.
+// claim records a send on the i-th channel of the open offer and returns
+// the peer to send to. It leaves the offers lock held on success; the caller
+// must then call finishSend once the host's send has returned (or failed to).
 func (s *Scheduler) claim(generation uint64, i int) (offer.Channel, peer.Peer, error) {
 	s.offersMu.Lock()
 	if s.stopped {
@@ -113,11 +119,30 @@ func (s *Scheduler) claim(generation uint64, i int) (offer.Channel, peer.Peer, e
 	}
 	p, ok := s.pool.Get(ch.Ref())
 	if !ok {
-		s.book.Unclaim(generation, i)
+		s.book.Finish(generation, i, false)
 		s.offersMu.Unlock()
 		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerGone, ch.Peer)
 	}
+	s.sending.Add(1)
 	return ch, p, nil
+}
+
+// finishSendLocked records how a claimed send ended, for its sender's exit.
+// Caller holds offersMu.
+func (s *Scheduler) finishSendLocked(generation uint64, i int, ok bool) {
+	s.decideLocked(s.book.Finish(generation, i, ok))
+}
+
+// sendSettled marks the end of a send's bookkeeping: everything it causes
+// is queued by now. Once stopped, that may be the last thing Shutdown is
+// waiting for.
+func (s *Scheduler) sendSettled() {
+	s.sending.Add(-1)
+	if s.stoppedFlag.Load() {
+		s.callbacksMu.Lock()
+		s.settleLocked()
+		s.callbacksMu.Unlock()
+	}
 }
 
 func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
@@ -134,10 +159,12 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	}
 	ref := ch.Ref()
 	s.requestsMu.Lock()
-	if s.table.Len() >= s.maxRequests {
+	// Receivers still owed a call count too: they bound the callback queue.
+	if s.table.Len()+int(s.owed.Load()) >= s.maxRequests {
 		s.requestsMu.Unlock()
-		s.book.Unclaim(generation, i)
+		s.finishSendLocked(generation, i, false)
 		s.offersMu.Unlock()
+		s.sendSettled()
 		return 0, ErrTooManyRequests
 	}
 	s.pool.Close(ref)
@@ -147,21 +174,28 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
 
-	if err := s.hostSend(p, uint64(id), message); err != nil {
-		s.offersMu.Lock()
-		s.requestsMu.Lock()
-		if f, ok := s.table.Unsend(id); ok {
-			s.pool.Unclose(f.Peer)
+	// The host's send is user code: if it ends its goroutine with
+	// runtime.Goexit, the deferred undo still runs, as for a failed send.
+	returned := false
+	defer func() {
+		if !returned {
+			s.userCodeDidNotReturn("peer send", nil)
+			s.undoRequest(generation, i, id)
+			s.sendSettled()
 		}
-		s.book.Unclaim(generation, i)
-		s.sendErrors++
-		s.requestsMu.Unlock()
-		s.offersMu.Unlock()
+	}()
+	err = s.hostSend(p, uint64(id), message)
+	returned = true
+	if err != nil {
+		s.undoRequest(generation, i, id)
+		s.sendSettled()
 		err = s.sendFailed(ch.Peer, err)
 		s.wantOffers()
 		return 0, err
 	}
 
+	s.offersMu.Lock()
+	s.finishSendLocked(generation, i, true)
 	s.requestsMu.Lock()
 	s.counts.sent++
 	f, ended := s.table.Sent(id)
@@ -169,21 +203,39 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		// Something ended the request while the host was sending it. If
 		// that was its peer's disconnect, the table has forgotten the
 		// peer's ID; the receiver is still owed the name of the peer the
-		// request went to.
+		// request went to. The channel reopens now, not when the event
+		// came: until the send returned, the request held it. (A
+		// disconnected peer's channel is gone and stays gone.)
 		f.PeerID = ch.Peer
 		s.countEndLocked(&f)
 		s.callbacksMu.Lock()
-		s.pending.pushFinished(&f)
+		s.oweLocked(&f)
 		s.callbacksMu.Unlock()
+		if s.pool.Reopen(f.Peer) {
+			ended = true
+		}
 	}
 	s.requestsMu.Unlock()
+	s.offersMu.Unlock()
+	s.sendSettled()
 	if ended {
-		// The channel reopens now, not when the event came: until the send
-		// returned, the request held it. (A disconnected peer's channel is
-		// gone and stays gone.)
-		s.reopenChannel(f.Peer)
+		s.wantOffers()
 	}
 	return id, nil
+}
+
+// undoRequest takes back a request whose host send failed: it never
+// existed, and its channel is open again.
+func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID) {
+	s.offersMu.Lock()
+	s.requestsMu.Lock()
+	if f, ok := s.table.Unsend(id); ok {
+		s.pool.Unclose(f.Peer)
+	}
+	s.finishSendLocked(generation, i, false)
+	s.sendErrors++
+	s.requestsMu.Unlock()
+	s.offersMu.Unlock()
 }
 
 func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time.Duration) error {
@@ -199,12 +251,25 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	s.pool.Close(ref)
 	s.offersMu.Unlock()
 
-	if err := s.hostSend(p, 0, message); err != nil {
+	undo := func() {
 		s.offersMu.Lock()
 		s.pool.Unclose(ref)
-		s.book.Unclaim(generation, i)
+		s.finishSendLocked(generation, i, false)
 		s.sendErrors++
 		s.offersMu.Unlock()
+		s.sendSettled()
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			s.userCodeDidNotReturn("peer send", nil)
+			undo()
+		}
+	}()
+	err = s.hostSend(p, 0, message)
+	returned = true
+	if err != nil {
+		undo()
 		err = s.sendFailed(ch.Peer, err)
 		s.wantOffers()
 		return err
@@ -214,6 +279,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	// notification; only then is its deadline armed, so a failed send
 	// never leaves one behind.
 	s.offersMu.Lock()
+	s.finishSendLocked(generation, i, true)
 	s.notified++
 	s.requestsMu.Lock()
 	stopped := s.stopped
@@ -223,10 +289,12 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		s.armTimerLocked(now)
 	}
 	s.requestsMu.Unlock()
-	if stopped {
-		s.pool.Reopen(ref)
-	}
+	reopened := stopped && s.pool.Reopen(ref)
 	s.offersMu.Unlock()
+	s.sendSettled()
+	if reopened {
+		s.wantOffers()
+	}
 	return nil
 }
 

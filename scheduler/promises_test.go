@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -572,8 +573,12 @@ func TestPromise10_Stop(t *testing.T) {
 	})
 }
 
-func TestPromise10_StopWaitsForCallbacksOnOtherGoroutines(t *testing.T) {
-	inBubble(t, Config{}, func(w *world) {
+// TestPromise10_ShutdownWaitsForCallbacksOnOtherGoroutines: Stop changes the
+// state at once and waits for nothing, so it cannot deadlock whoever calls
+// it; Shutdown waits until the callbacks running or caused have finished and
+// the scheduler's goroutine is gone.
+func TestPromise10_ShutdownWaitsForCallbacksOnOtherGoroutines(t *testing.T) {
+	inBubbleAsIs(t, Config{}, func(w *world) {
 		w.connect("A", 1)
 		release := make(chan struct{})
 		entered := make(chan struct{})
@@ -583,20 +588,35 @@ func TestPromise10_StopWaitsForCallbacksOnOtherGoroutines(t *testing.T) {
 			<-release
 			finished.Store(true)
 		}}
-		go func() { _, _ = w.s.Schedule(slow, 0) }()
+		waiting := &script{}
+		_, err := w.s.Schedule(slow, 0)
+		require.NoError(t, err)
 		<-entered
-		stopped := make(chan struct{})
-		go func() { w.s.Stop(); close(stopped) }()
+		_, err = w.s.Schedule(waiting, 0)
+		require.NoError(t, err)
+
+		w.s.Stop() // returns although a callback is running
+		require.True(t, w.s.Stats().Stopped)
+		require.Zero(t, w.s.Stats().SendersWaiting, "both senders are out of the queue at once")
+
+		shutdown := make(chan error)
+		go func() { shutdown <- w.s.Shutdown(context.Background()) }()
 		synctest.Wait()
 		select {
-		case <-stopped:
-			t.Fatal("Stop returned while a callback was still running")
+		case <-shutdown:
+			t.Fatal("Shutdown returned while a callback was still running")
 		default:
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		require.ErrorIs(t, w.s.Shutdown(ctx), context.DeadlineExceeded, "a Shutdown whose context ends first says so")
+
 		close(release)
-		<-stopped
+		require.NoError(t, <-shutdown)
 		require.True(t, finished.Load())
-		require.Equal(t, 1, slow.discards, "the offered sender sent nothing, so it is discarded")
+		require.Equal(t, 1, slow.discards, "the offered sender sent nothing, so it is discarded when its offer ends")
+		require.Equal(t, 1, waiting.discards, "and the waiting one too, before Shutdown returned")
+		require.NoError(t, w.s.Shutdown(context.Background()), "idempotent")
 	})
 }
 
@@ -639,40 +659,36 @@ func TestPromise11_Withdrawal(t *testing.T) {
 	})
 }
 
-func TestPromise11_WithdrawingASenderWaitsForItsRunningOffer(t *testing.T) {
-	inBubble(t, Config{}, func(w *world) {
+// TestPromise11_WithdrawingARunningOfferExpiresItAtOnce: a withdrawal does
+// not wait for the sender's running OnOffer (its caller may be that very
+// call, or something it waits for), but no send through that offer can
+// begin after it, and the sender is never called again.
+func TestPromise11_WithdrawingARunningOfferExpiresItAtOnce(t *testing.T) {
+	inBubbleAsIs(t, Config{}, func(w *world) {
 		release := make(chan struct{})
 		entered := make(chan struct{})
-		var returned atomic.Bool
 		var sendErr error
 		slow := &script{onOffer: func(o offer.Offer) {
 			close(entered)
 			<-release
 			_, sendErr = o.Request(0, "too late", newOutcomes(), time.Second)
-			returned.Store(true)
 		}}
 		ticket, err := w.s.Schedule(slow, 0)
 		require.NoError(t, err)
-		a := &hostPeer{id: "A"}
-		go func() { _ = w.s.Connect(a, 1) }() // runs the offer, which blocks
+		w.connect("A", 1)
 		<-entered
-		withdrawn := make(chan bool)
-		go func() { withdrawn <- w.s.WithdrawSender(ticket) }()
-		synctest.Wait()
-		select {
-		case <-withdrawn:
-			t.Fatal("WithdrawSender returned while the sender's OnOffer was still running")
-		default:
-		}
+		require.True(t, w.s.WithdrawSender(ticket), "returns while OnOffer runs")
+		require.False(t, w.s.WithdrawSender(ticket), "once")
+		require.Zero(t, w.s.Stats().SendersWaiting)
 		close(release)
-		require.True(t, <-withdrawn)
-		require.True(t, returned.Load(), "OnOffer finished before the withdrawal returned")
+		w.settle()
 		require.ErrorIs(t, sendErr, ErrOfferExpired, "the withdrawal expired the offer at once")
-		synctest.Wait()
 		require.Equal(t, 1, w.usage("A").Open)
-		require.Equal(t, 1, slow.offerCount())
+		require.Empty(t, w.peers["A"].sends())
 		w.connect("B", 1)
+		w.settle()
 		require.Equal(t, 1, slow.offerCount(), "never offered again")
+		require.Zero(t, slow.discards)
 	})
 }
 

@@ -6,16 +6,31 @@
 //
 // # Concurrency
 //
-// A Scheduler is safe for concurrent use, and every method may be called from
-// inside any callback (a sender's, a receiver's, or the host's Peer.Send).
-// Callbacks never run while the scheduler holds a lock. They run one at a
-// time: whichever goroutine finds callbacks waiting and nobody running them
-// runs them all, including those that the callbacks themselves cause, before
-// its call returns. So a call made from inside a callback returns at once and
-// its effect (and any callbacks it causes) happens before the outermost call
-// returns; a call made while another goroutine is running callbacks may
-// return before the callbacks it caused have run (Stop is the exception: see
-// its documentation).
+// A Scheduler is safe for concurrent use: every method may be called from any
+// goroutine at any time, including from inside any callback (a sender's, a
+// receiver's, or the host's Peer.Send). What a caller can rely on:
+//
+//   - No method waits for user code, except Shutdown, which says so. A method
+//     changes the scheduler's state before it returns (a sender is queued or
+//     withdrawn, a response is accepted or dropped, a peer is gone) and queues
+//     the callbacks that follow; it never deadlocks, whoever calls it.
+//   - Callbacks never run while the scheduler holds a lock.
+//   - Callbacks run one at a time, in the order they were queued: sender and
+//     receiver callbacks never run concurrently with each other or with one
+//     another. They run on a goroutine the scheduler starts when there is work
+//     and ends when there is none, so a host goroutine that calls Deliver or
+//     Disconnect only records what happened and returns; it never runs other
+//     components' code. The host's Peer.Send runs on whichever goroutine sends
+//     through the offer: the callback goroutine when OnOffer sends itself.
+//   - Callbacks queue without bound only as far as the caps allow: a request
+//     counts against Config.MaxRequests until its receiver has been called,
+//     so a slow receiver makes senders wait, it does not grow memory.
+//   - With Config.InlineCallbacks, callbacks run instead on the goroutine
+//     whose call found none running, before that call returns, together with
+//     any that they cause: a call made from inside a callback then has its
+//     effects, callbacks included, before the outermost call returns. That is
+//     cheaper and, on a simulated clock, deterministic, at the price of host
+//     goroutines running other components' callbacks.
 //
 // # Locks
 //
@@ -31,7 +46,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,6 +83,11 @@ type Config struct {
 	// MaxOfferChannels caps how many channels one offer lists (N). 0 means
 	// every open channel.
 	MaxOfferChannels int
+	// InlineCallbacks runs callbacks on the goroutine whose call found none
+	// running, instead of on a goroutine of the scheduler's (see the package
+	// documentation). Simulations on a mock clock set it so that a run
+	// replays exactly.
+	InlineCallbacks bool
 }
 
 // Scheduler is the message scheduler. Create one with New; the zero value is
@@ -81,25 +100,27 @@ type Scheduler struct {
 	maxSenders  int
 	maxRequests int
 	maxOffer    int
+	inline      bool
 
 	// stopped mirrors the field of the same name under the locks, for
 	// checks that must not take them.
 	stoppedFlag atomic.Bool
 	panics      atomic.Uint64
+	// owed counts receiver callbacks queued and not yet started; sending
+	// counts host sends begun and not yet accounted for. Both are changed
+	// under the locks but read without them.
+	owed    atomic.Int64
+	sending atomic.Int64
 
 	offersMu lockorder.Mutex
 	// The following fields are guarded by offersMu.
-	pool           peer.Pool
-	queue          offer.Queue
-	book           offer.Book
-	choices        []peer.Choice // scratch for building offers
-	offerOpenings  uint64        // pool openings when the open offer was made
-	offering       offer.Ticket  // the sender whose OnOffer is about to run or running; 0 if none
-	offerClosed    sync.Cond     // signalled when offering is cleared
-	discardOnClose offer.Sender  // the offered sender, if Stop came during its offer
-	notified       uint64
-	sendErrors     uint64
-	stopped        bool // also guarded by requestsMu: set while holding both
+	pool       peer.Pool
+	queue      offer.Queue
+	book       offer.Book
+	choices    []peer.Choice // scratch for building offers
+	notified   uint64
+	sendErrors uint64
+	stopped    bool // also guarded by requestsMu: set while holding both
 
 	requestsMu lockorder.Mutex
 	// The following fields are guarded by requestsMu.
@@ -113,10 +134,12 @@ type Scheduler struct {
 	callbacksMu lockorder.Mutex
 	// The following fields are guarded by callbacksMu.
 	pending        callbackQueue
-	draining       bool
-	dispatchWanted bool
-	timerBusy      int
-	idle           sync.Cond // signalled when draining ends or timerBusy drops
+	draining       bool // a drainer is running
+	dispatchWanted bool // an offer may be possible
+	timerBusy      int  // timer callbacks running
+	quiet          chan struct{}
+	quietClosed    bool            // quiet is closed: stopped, and nothing runs any more
+	idleWaiters    []chan struct{} // closed when the drainer next has nothing to do; see whenIdle
 }
 
 type requestCounts struct {
@@ -147,6 +170,8 @@ func New(cfg Config) (*Scheduler, error) {
 		maxSenders:  cfg.MaxSenders,
 		maxRequests: cfg.MaxRequests,
 		maxOffer:    cfg.MaxOfferChannels,
+		inline:      cfg.InlineCallbacks,
+		quiet:       make(chan struct{}),
 	}
 	if s.clock == nil {
 		s.clock, s.realClock = clock.New(), true
@@ -164,8 +189,6 @@ func New(cfg Config) (*Scheduler, error) {
 	s.offersMu.Init("offers", rankOffers)
 	s.requestsMu.Init("requests", rankRequests)
 	s.callbacksMu.Init("callbacks", rankCallbacks)
-	s.idle.L = &s.callbacksMu
-	s.offerClosed.L = &s.offersMu
 	return s, nil
 }
 
@@ -230,7 +253,7 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	for i := range s.finished {
 		f := &s.finished[i]
 		s.countEndLocked(f)
-		s.pending.pushFinished(f)
+		s.oweLocked(f)
 		*f = receiver.Finished{}
 	}
 	s.callbacksMu.Unlock()
@@ -264,37 +287,26 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 	return t, nil
 }
 
-// WithdrawSender takes the sender named t out of the queue. If it returns
-// true, none of the sender's callbacks will be called after it returns. It
-// returns false if the sender is no longer waiting: it sent, was discarded,
-// or was withdrawn. A sender that has sent during the offer it is in the
-// middle of has left by that send, so withdrawing it then returns false and
-// leaves the offer open.
+// WithdrawSender takes the sender named t out of the queue. It returns true
+// if the sender was still waiting: it is gone from the queue, no callback of
+// it starts after WithdrawSender returns, and if its OnOffer is running, that
+// offer expires at once, so no send through it can begin any more. It returns
+// false, changing nothing, if the sender had already left: by a send that
+// succeeded, by discard, or by an earlier withdrawal.
 //
-// If the sender is being offered channels when it is withdrawn, its offer
-// expires at once. Called from outside any callback, WithdrawSender then
-// waits for that OnOffer call to return (it may already have been handed
-// its offer), so that no callback of the sender runs after the withdrawal.
-// Called from inside a callback, it cannot wait for the callback that called
-// it, and returns at once.
+// WithdrawSender does not wait for a running OnOffer to return, since the
+// caller may be that very call or something it waits for (as Stop of a
+// time.AfterFunc timer does not wait for its function). A send that OnOffer
+// began before the withdrawal finishes as usual; if the host accepts it, the
+// request is live and its receiver will be called.
 func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
 	s.offersMu.Lock()
 	defer s.offersMu.Unlock()
-	live, inOffer := s.book.Live()
-	inOffer = inOffer && live == t
-	if inOffer && s.book.Sent() > 0 {
-		return false // closeOfferLocked takes it out of the queue when the offer closes
-	}
-	if _, ok := s.queue.Remove(t); !ok {
+	if _, waiting := s.queue.Remove(t); !waiting {
 		return false
 	}
-	if inOffer {
-		s.book.Close()
-	}
-	if s.offering == t && !insideCallback() {
-		for s.offering == t {
-			s.offerClosed.Wait()
-		}
+	if live, ok := s.book.Live(); ok && live == t {
+		s.book.Expire()
 	}
 	return true
 }
@@ -311,7 +323,8 @@ func (s *Scheduler) WithdrawReceiver(id receiver.RequestID) bool {
 }
 
 // Deliver hands the scheduler a response that the peer named from sent for
-// request id. The response is accepted only from the peer the request was
+// request id. It never runs user code (unless callbacks are inline): the
+// receiver is called later, on the callback goroutine. The response is accepted only from the peer the request was
 // sent to, only once, and only before the request's deadline; then the
 // request's receiver gets it and the channel reopens. Otherwise it is dropped,
 // counted, and Deliver returns why: ErrUnknownRequest, ErrWrongPeer,
@@ -351,7 +364,7 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	// needs them free.
 	s.callbacksMu.Lock()
 	if ended {
-		s.pending.pushFinished(&f)
+		s.oweLocked(&f)
 	}
 	s.dispatchWanted = s.dispatchWanted || reopened
 	s.requestsMu.Unlock()
@@ -371,13 +384,14 @@ func (s *Scheduler) afterReopening(reopened bool) {
 	s.run()
 }
 
-// reopenChannel reopens one channel of ref's peer (unless the peer has gone)
-// and runs the offers and callbacks that follow.
-func (s *Scheduler) reopenChannel(ref peer.Ref) {
-	s.offersMu.Lock()
-	reopened := s.pool.Reopen(ref)
-	s.offersMu.Unlock()
-	s.afterReopening(reopened)
+// oweLocked queues the receiver call for a finished request, if it still has
+// a receiver (a withdrawn request has none), and counts it as owed until the
+// drainer starts it. Caller holds callbacksMu.
+func (s *Scheduler) oweLocked(f *receiver.Finished) {
+	if f.Receiver != nil {
+		s.pending.pushFinished(f)
+		s.owed.Add(1)
+	}
 }
 
 // countEndLocked counts how a request ended. Caller holds requestsMu.

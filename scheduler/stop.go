@@ -1,25 +1,28 @@
 package scheduler
 
 import (
-	"bytes"
-	"reflect"
-	"runtime"
+	"context"
+
+	"github.com/peersched/peersched/offer"
 )
 
 // Stop shuts the scheduler down: every pending request's receiver is told
-// Shutdown, every waiting sender is discarded, and every later call that would
-// add work fails with ErrStopped. Channels closed by requests and
+// Shutdown, every waiting sender is discarded, and every later call that
+// would add work fails with ErrStopped. Channels closed by requests and
 // notifications reopen, so each peer's counts still add up. Stop is
 // idempotent.
 //
-// Called from outside any callback, Stop returns only after the callbacks it
-// caused have run, and after any callbacks running on other goroutines have
-// finished, and it leaves no goroutine of the scheduler behind. Called from
-// inside a callback, it cannot wait for the callback that called it, so it
-// returns at once and its callbacks run before the outermost call returns.
+// Stop changes the state at once and does not wait for user code, so it may
+// be called from anywhere: from a callback, from the host's Send, or from a
+// goroutine a callback is waiting for. The callbacks it causes run after it
+// returns, on the callback goroutine (with Config.InlineCallbacks, on the
+// goroutine that calls Stop, before it returns, unless callbacks are already
+// running elsewhere). Use Shutdown to wait for them.
 //
-// One case runs later: a request whose host send was still in progress on
-// another goroutine is told Shutdown when that send returns.
+// Two kinds of sender are not discarded at once. A sender whose OnOffer is
+// running leaves by its send if one succeeds, and is discarded otherwise when
+// the call returns. A request whose host send is still in progress is told
+// Shutdown when that send returns.
 func (s *Scheduler) Stop() {
 	s.offersMu.Lock()
 	s.requestsMu.Lock()
@@ -28,8 +31,29 @@ func (s *Scheduler) Stop() {
 	}
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
-	s.run()
-	s.waitIdle()
+	s.callbacksMu.Lock()
+	s.runLocked()
+	s.settleLocked()
+	s.callbacksMu.Unlock()
+}
+
+// Shutdown stops the scheduler (see Stop) and waits until every callback and
+// host send that Stop caused or found running has finished, no timer callback
+// of the scheduler is running, and the scheduler's own goroutine has exited:
+// from then on none of the scheduler's code runs. It returns nil then, or
+// ctx's error if ctx ends first (the shutdown goes on regardless).
+//
+// Shutdown waits for user code, so it must not be called from code that the
+// scheduler is waiting for: a callback, the host's Send, or anything they
+// wait on. Such a call waits until ctx ends. Call Stop there instead.
+func (s *Scheduler) Shutdown(ctx context.Context) error {
+	s.Stop()
+	select {
+	case <-s.quiet:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // stopLocked does the work of Stop. Caller holds offersMu and requestsMu.
@@ -41,13 +65,13 @@ func (s *Scheduler) stopLocked() {
 		s.timerArmed = false
 	}
 
-	// A sender in the middle of its offer cannot be discarded yet: if it
-	// sends before the offer closes, that is its exit. closeOfferLocked decides.
-	if t, live := s.book.Live(); live {
-		if snd, ok := s.queue.Remove(t); ok {
-			s.discardOnClose = snd
-		}
-	}
+	// A sender whose offer is undecided cannot be discarded yet: a send in
+	// progress may still succeed, and that is its exit. The book decides
+	// when its sends have ended (decideLocked).
+	s.book.StopAll(func(t offer.Ticket) bool {
+		_, waiting := s.queue.Remove(t)
+		return waiting
+	})
 	discarded := s.queue.RemoveAll(nil)
 	failed := s.table.FailAll(nil)
 
@@ -59,7 +83,7 @@ func (s *Scheduler) stopLocked() {
 		f := &failed[i]
 		if !f.Notification {
 			s.countEndLocked(f)
-			s.pending.pushFinished(f)
+			s.oweLocked(f)
 		}
 		s.pool.Reopen(f.Peer)
 	}
@@ -68,20 +92,46 @@ func (s *Scheduler) stopLocked() {
 	// when the host's send returns.
 }
 
-// waitIdle waits until no callback is running and no timer firing is in
-// progress, unless the caller is itself a callback.
-func (s *Scheduler) waitIdle() {
+// settleLocked closes quiet once the scheduler has stopped and nothing of
+// it can run again: no callback queued or running, no timer callback, no
+// host send whose end is still to be recorded. Each of those ends with a
+// call here. After Stop none of them can start, so once quiet it stays
+// quiet. Caller holds callbacksMu.
+func (s *Scheduler) settleLocked() {
+	if len(s.idleWaiters) > 0 && s.idleLocked() {
+		for _, c := range s.idleWaiters {
+			close(c)
+		}
+		s.idleWaiters = s.idleWaiters[:0]
+	}
+	if s.quietClosed || !s.stoppedFlag.Load() || s.draining || s.dispatchWanted ||
+		s.pending.len() > 0 || s.timerBusy > 0 || s.sending.Load() > 0 {
+		return
+	}
+	s.quietClosed = true
+	close(s.quiet)
+}
+
+// idleLocked reports whether no callback is queued or running, no offer is
+// wanted and no timer callback runs. Caller holds callbacksMu.
+func (s *Scheduler) idleLocked() bool {
+	return !s.draining && !s.dispatchWanted && s.pending.len() == 0 && s.timerBusy == 0
+}
+
+// whenIdle returns a channel that is closed once the scheduler is idle (see
+// idleLocked), at once if it is. The tests wait on it to let callbacks on
+// the scheduler's goroutine finish; a channel, unlike a condition variable,
+// is a wait that a synctest bubble can see through.
+func (s *Scheduler) whenIdle() <-chan struct{} {
 	s.callbacksMu.Lock()
 	defer s.callbacksMu.Unlock()
-	if !s.draining && s.timerBusy == 0 {
-		return
+	c := make(chan struct{})
+	if s.idleLocked() {
+		close(c)
+	} else {
+		s.idleWaiters = append(s.idleWaiters, c)
 	}
-	if insideCallback() {
-		return
-	}
-	for s.draining || s.timerBusy > 0 || s.pending.len() > 0 {
-		s.idle.Wait()
-	}
+	return c
 }
 
 // enterTimer registers a timer firing, unless the scheduler has stopped.
@@ -98,25 +148,6 @@ func (s *Scheduler) enterTimer() bool {
 func (s *Scheduler) leaveTimer() {
 	s.callbacksMu.Lock()
 	s.timerBusy--
-	s.idle.Broadcast()
+	s.settleLocked()
 	s.callbacksMu.Unlock()
-}
-
-// drainFrame is how drain appears in a stack trace.
-var drainFrame = []byte(runtime.FuncForPC(reflect.ValueOf((*Scheduler).drain).Pointer()).Name() + "(")
-
-// insideCallback reports whether the calling goroutine is running callbacks,
-// that is, whether drain is on its stack. Go offers no goroutine-local state,
-// and Stop alone needs to know: waiting for the callbacks to finish from
-// inside one would wait forever. Stop is rare, so reading the stack is cheap
-// enough, and it needs no goroutine identity.
-func insideCallback() bool {
-	buf := make([]byte, 16<<10)
-	for {
-		n := runtime.Stack(buf, false)
-		if n < len(buf) {
-			return bytes.Contains(buf[:n], drainFrame)
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 }
