@@ -230,16 +230,22 @@ func (s *Scheduler) invoke(c *callback) {
 	returned = true
 }
 
-// callSender hands snd its offer. If OnOffer panics or exits its goroutine,
-// the offer still closes as it stands (a send made before counts).
-func (s *Scheduler) callSender(snd offer.Sender, o offer.Offer) {
+// callSender hands snd the offer named generation. If OnOffer panics or
+// exits its goroutine, the offer still closes as it stands (a send made
+// before counts). A Goexit that began in a host send made through this offer
+// was reported there.
+func (s *Scheduler) callSender(snd offer.Sender, generation uint64) {
 	returned := false
 	defer func() {
 		if !returned {
-			s.userCodeDidNotReturn(callOffer.String(), recover())
+			value := recover()
+			if value == nil && s.goexitInSend.Load() == generation {
+				return
+			}
+			s.userCodeDidNotReturn(callOffer.String(), value)
 		}
 	}()
-	snd.OnOffer(o)
+	snd.OnOffer(offer.New((*carrier)(s), generation))
 	returned = true
 }
 

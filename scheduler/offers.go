@@ -41,7 +41,7 @@ func (s *Scheduler) offerLocked(snd offer.Sender, generation uint64) {
 		s.offersMu.Lock()
 		s.decideLocked(s.book.Close(generation))
 	}()
-	s.callSender(snd, offer.New((*carrier)(s), generation))
+	s.callSender(snd, generation)
 }
 
 // openOfferLocked opens an offer to the next sender, if a sender and an open
@@ -179,6 +179,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	returned := false
 	defer func() {
 		if !returned {
+			s.goexitInSend.Store(generation)
 			s.userCodeDidNotReturn("peer send", nil)
 			s.undoRequest(generation, i, id)
 			s.sendSettled()
@@ -262,6 +263,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	returned := false
 	defer func() {
 		if !returned {
+			s.goexitInSend.Store(generation)
 			s.userCodeDidNotReturn("peer send", nil)
 			undo()
 		}

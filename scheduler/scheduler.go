@@ -111,6 +111,10 @@ type Scheduler struct {
 	// under the locks but read without them.
 	owed    atomic.Int64
 	sending atomic.Int64
+	// goexitInSend is the generation of the last offer through which a host
+	// send called runtime.Goexit, so that the OnOffer it unwinds through
+	// does not report it a second time.
+	goexitInSend atomic.Uint64
 
 	offersMu lockorder.Mutex
 	// The following fields are guarded by offersMu.
