@@ -135,8 +135,8 @@ type fuzzSide struct {
 	// afterTopLevelCall, if set, runs right after each call the driver
 	// itself makes (not one from inside a callback).
 	afterTopLevelCall func()
-	inAdvance  atomic.Bool // a top-level advance is firing deadlines
-	budget     int         // nested operations left
+	inAdvance         atomic.Bool // a top-level advance is firing deadlines
+	budget            int         // nested operations left
 
 	senders    []*fuzzSender
 	kept       []offer.Offer

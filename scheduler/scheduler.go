@@ -292,11 +292,13 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 }
 
 // WithdrawSender takes the sender named t out of the queue. It returns true
-// if the sender was still waiting: it is gone from the queue, no callback of
-// it starts after WithdrawSender returns, and if its OnOffer is running, that
-// offer expires at once, so no send through it can begin any more. It returns
-// false, changing nothing, if the sender had already left: by a send that
-// succeeded, by discard, or by an earlier withdrawal.
+// if the sender was still waiting: it is gone from the queue, it is never
+// offered channels again nor discarded, and if an offer to it is open, that
+// offer expires at once, so no send through it can begin any more. (An offer
+// made just before the withdrawal may still reach OnOffer just after it,
+// already expired: Len 0, every send failing with ErrOfferExpired.) It
+// returns false, changing nothing, if the sender had already left: by a send
+// that succeeded, by discard, or by an earlier withdrawal.
 //
 // WithdrawSender does not wait for a running OnOffer to return, since the
 // caller may be that very call or something it waits for (as Stop of a

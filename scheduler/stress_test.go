@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -97,7 +98,10 @@ func runStress(t *testing.T, seed uint64) {
 	root := rand.New(rand.NewPCG(seed, 0))
 	logs := &recordingHandler{}
 	clk := clock.New() // inside the bubble: virtual time
-	s, err := New(Config{Clock: clk, Logger: logs.logger(), MaxSenders: 5000})
+	// Odd seeds run callbacks inline, even ones on the scheduler's goroutine.
+	inline := seed%2 == 1
+	t.Logf("seed %d: inline callbacks %v", seed, inline)
+	s, err := New(Config{Clock: clk, Logger: logs.logger(), MaxSenders: 5000, InlineCallbacks: inline})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +117,9 @@ func runStress(t *testing.T, seed uint64) {
 		wg.Go(func() { w.work(r) })
 	}
 	wg.Wait()
-	s.Stop()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	synctest.Wait()
 
 	// Responses still travelling (timers the bubble never reaches) would

@@ -68,7 +68,11 @@ func (m *Mutex) Lock() {
 	// reg.held[gid], so nothing can have changed it while we blocked; the
 	// registry lock is needed only because the map itself is shared.
 	reg.mu.Lock()
-	reg.held[gid] = append(reg.held[gid], m)
+	held, ok := reg.held[gid]
+	if !ok {
+		held = reg.spareSlice()
+	}
+	reg.held[gid] = append(held, m)
 	reg.mu.Unlock()
 }
 
@@ -91,8 +95,11 @@ func (m *Mutex) Unlock() {
 	}
 	if len(held) == 1 {
 		// Drop the entry so the map does not grow with every goroutine that
-		// ever held a lock; goroutine ids are not reused.
+		// ever held a lock (goroutine ids are not reused), and keep its
+		// slice for the next goroutine that takes a first lock.
 		delete(reg.held, gid)
+		held[0] = nil
+		reg.spare = append(reg.spare, held[:0])
 	} else {
 		// Shift rather than swap so the slice stays in acquisition order,
 		// which is also increasing rank order.
@@ -136,10 +143,29 @@ func (m *Mutex) checkInit(op string) {
 //
 // A goroutine that exits while holding a Mutex leaves its entry behind; that
 // is a bug in the caller, and the entry is harmless apart from its memory.
-var reg = struct {
+var reg = registry{held: make(map[uint64][]*Mutex)}
+
+type registry struct {
 	mu   sync.Mutex // a plain mutex: the registry is outside the rank order
 	held map[uint64][]*Mutex
-}{held: make(map[uint64][]*Mutex)}
+	// spare holds the empty slices of goroutines that released their last
+	// lock, so that taking a first lock does not allocate: a checked build
+	// runs the whole test suite, and every Lock used to cost allocations.
+	spare [][]*Mutex
+}
+
+// spareSlice returns an empty slice to record a goroutine's locks in.
+// Caller holds r.mu.
+func (r *registry) spareSlice() []*Mutex {
+	n := len(r.spare)
+	if n == 0 {
+		return make([]*Mutex, 0, 4)
+	}
+	held := r.spare[n-1]
+	r.spare[n-1] = nil
+	r.spare = r.spare[:n-1]
+	return held
+}
 
 // orderViolation returns the error Lock should panic with if a goroutine
 // holding held (in acquisition order) acquires m, or nil if that is allowed.
@@ -179,7 +205,10 @@ func indexOf(held []*Mutex, m *Mutex) int {
 func goid() uint64 {
 	// 64 bytes holds "goroutine " plus the 20 digits of the largest uint64;
 	// runtime.Stack truncates the rest of the trace, which we do not need.
-	var buf [64]byte
+	// The buffer comes from a pool: one on the stack escapes to the heap
+	// through runtime.Stack, an allocation on every call.
+	buf := stackBuffers.Get().(*[64]byte)
+	defer stackBuffers.Put(buf)
 	out := buf[:runtime.Stack(buf[:], false)]
 
 	const prefix = "goroutine "
@@ -199,6 +228,8 @@ func goid() uint64 {
 	}
 	return id
 }
+
+var stackBuffers = sync.Pool{New: func() any { return new([64]byte) }}
 
 // badStackHeader panics because the runtime.Stack output was not in the
 // documented form; the checker cannot work without goroutine identities.

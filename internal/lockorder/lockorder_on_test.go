@@ -460,3 +460,20 @@ func TestGoid(t *testing.T) {
 		t.Fatalf("goid() = %d on two different goroutines", id)
 	}
 }
+
+// The checked build runs the whole test suite: a Lock and Unlock must not
+// allocate, or a flood of responses costs minutes instead of seconds.
+func TestLockAndUnlockDoNotAllocate(t *testing.T) {
+	var outer, inner Mutex
+	outer.Init("outer", 10)
+	inner.Init("inner", 20)
+	allocs := testing.AllocsPerRun(1000, func() {
+		outer.Lock()
+		inner.Lock()
+		inner.Unlock()
+		outer.Unlock()
+	})
+	if allocs != 0 {
+		t.Fatalf("a nested Lock and Unlock allocated %v times", allocs)
+	}
+}
