@@ -19,7 +19,7 @@ import (
 func ExampleRun() {
 	l, _ := ledger.Generate(1, 1000)
 	s, _ := scheduler.New(scheduler.Config{})
-	defer s.Stop()
+	defer s.Shutdown(context.Background())
 	net, _ := simnet.New(simnet.Config{
 		Ledger:  l,
 		Seed:    1,

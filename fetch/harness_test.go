@@ -88,7 +88,8 @@ func runInBubble(t *testing.T, s sim) outcome {
 	switch s.strategy {
 	case "scheduler":
 		var err error
-		sched, err = scheduler.New(scheduler.Config{Clock: clk})
+		// Inline callbacks: on the mock clock, a seed then replays exactly.
+		sched, err = scheduler.New(scheduler.Config{Clock: clk, InlineCallbacks: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +182,9 @@ func runInBubble(t *testing.T, s sim) outcome {
 	}
 	net.Close()
 	if sched != nil {
-		sched.Stop()
+		if err := sched.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

@@ -110,7 +110,7 @@ func TestFetchOverTCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sched.Stop()
+	defer sched.Shutdown(context.Background())
 	k := &killer{target: func() *tcpnet.Server { return srvs[0] }}
 	rep, client := fetchOverTCP(t, sched, srvs, func(ctx context.Context) (fetch.Report, error) {
 		return fetch.Run(ctx, sched, config(k.progress))

@@ -29,7 +29,7 @@ func Example() {
 	}
 
 	s, _ := scheduler.New(scheduler.Config{})
-	defer s.Stop()
+	defer s.Shutdown(context.Background())
 	client := tcpnet.NewClient(s, tcpnet.ClientConfig{Channels: 4})
 	defer client.Close() // first: its connections disconnect from s before s stops
 	for i, addr := range addrs {

@@ -117,7 +117,7 @@ func fetchWith(ctx context.Context, o options, l *ledger.Ledger, strategy string
 		if err != nil {
 			return nil, err
 		}
-		host, stop = s, s.Stop
+		host, stop = s, func() { _ = s.Shutdown(context.Background()) }
 		fetchRun = func(ctx context.Context) (fetch.Report, error) { return fetch.Run(ctx, s, cfg) }
 	case "peerset":
 		ps, err := fetch.NewPeerset(cfg)

@@ -34,11 +34,12 @@ func virtualFetch(t *testing.T, o options, l *ledger.Ledger, strategy string) (f
 		var run func() (fetch.Report, error)
 		stop := func() {}
 		if strategy == "scheduler" {
-			s, err := scheduler.New(scheduler.Config{Clock: clk})
+			// Inline callbacks: on the mock clock, a seed then replays exactly.
+			s, err := scheduler.New(scheduler.Config{Clock: clk, InlineCallbacks: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			host, stop = s, s.Stop
+			host, stop = s, func() { _ = s.Shutdown(context.Background()) }
 			run = func() (fetch.Report, error) { return fetch.Run(context.Background(), s, cfg) }
 		} else {
 			ps, err := fetch.NewPeerset(cfg)

@@ -54,7 +54,9 @@ func TestServesUntilInterrupted(t *testing.T) {
 	client.Add("peer", addr)
 	rep, err := fetch.Run(ctx, sched, fetch.Config{Root: l.Root(), Expected: l.Len(), Batch: 32, Timeout: time.Second})
 	client.Close()
-	sched.Stop()
+	if err := sched.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if err != nil || rep.Objects != l.Len() {
 		t.Fatalf("fetch: %v, %d of %d objects", err, rep.Objects, l.Len())
 	}
