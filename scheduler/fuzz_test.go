@@ -398,9 +398,23 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 
 	s.offer, s.sent, sd.offered = o, 0, s
 	defer func() { s.offer, sd.offered = offer.Offer{}, nil }()
-	request := func(i int, r receiver.Receiver, timeout time.Duration) { s.request(i, r, timeout, "") }
 	newReceiver := func() *fuzzReceiver { return &fuzzReceiver{sd: sd, plan: s.plan.take(2)} }
 	b := s.plan.next()
+	// Offer methods are safe for concurrent use: in some offers every send
+	// is made from a helper goroutine that OnOffer waits for, as a sender
+	// handing work to a pool would. Calls from the host's send on that
+	// helper (Stop, Disconnect, withdrawals) must not deadlock.
+	request := func(i int, r receiver.Receiver, timeout time.Duration) { s.request(i, r, timeout, "") }
+	if b/10%2 == 1 {
+		request = func(i int, r receiver.Receiver, timeout time.Duration) {
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.request(i, r, timeout, "")
+			}()
+			<-done
+		}
+	}
 	arg := s.plan.next()
 	timeout := fuzzTimeouts[arg%8]
 	index := int(arg>>3) % max(st.Len, 1)
