@@ -12,11 +12,13 @@ import (
 	"github.com/peersched/peersched/receiver"
 )
 
-// Sender is a component waiting for open channels. The scheduler calls
-// exactly one of its methods to end its wait: OnOffer, each time it is
-// offered channels, until during one call it sends on at least one channel;
-// or OnDiscard, once, if the scheduler stops first. A sender that is
-// withdrawn gets neither call after the withdrawal returns.
+// Sender is a component waiting for open channels. Its wait ends exactly
+// once: by its first send that the host accepts, during an OnOffer call (it
+// has then left the queue, though the call goes on and may send up to the
+// offer's size); by OnDiscard, once, if the scheduler stops first; or by its
+// withdrawal. A withdrawn sender is never offered channels again nor
+// discarded (an offer made just before the withdrawal may still reach
+// OnOffer, already expired).
 //
 // Sender callbacks never run concurrently with each other and never while the
 // scheduler holds a lock, so they may call any scheduler method.

@@ -25,7 +25,7 @@ type Stats struct {
 	Unknown       uint64
 	WrongPeer     uint64
 	Duplicate     uint64
-	PanicsHandled uint64 // panics recovered in callbacks and host sends
+	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks and host sends
 	Stopped       bool
 }
 
