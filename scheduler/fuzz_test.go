@@ -429,10 +429,11 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 	case 3:
 		c, _ := o.Channel(index)
 		sd.messages++
+		exits := s.exits
 		err := o.Notify(index, fmt.Sprintf("m%d", sd.messages), fuzzDigests[arg%4])
 		sd.logf("s%d notify on %d (%s): %s", s.n, index, c.Peer, errClass(err))
 		if err == nil {
-			s.sentOne()
+			s.sentOne(exits)
 		}
 	case 4: // misuse: every one of these must fail and change nothing
 		switch arg % 6 {
@@ -482,6 +483,7 @@ func (s *fuzzSender) request(i int, r receiver.Receiver, timeout time.Duration, 
 		sd.sending = fr
 	}
 	sd.messages++
+	exits := s.exits
 	id, err := s.offer.Request(i, fmt.Sprintf("m%d", sd.messages), r, timeout)
 	sd.sending = outer
 	sd.logf("s%d request on %d (%s)%s: %#x %s", s.n, i, c.Peer, how, uint64(id), errClass(err))
@@ -489,14 +491,22 @@ func (s *fuzzSender) request(i int, r receiver.Receiver, timeout time.Duration, 
 		fr.id, fr.returned, fr.sendOK = id, true, err == nil
 	}
 	if err == nil {
-		s.sentOne()
+		s.sentOne(exits)
 	}
 }
 
 // sentOne records a send through the open offer: the first is the sender's
 // exit.
-func (s *fuzzSender) sentOne() {
-	if s.sent++; s.sent == 1 {
+// sentOne records a send the host accepted, which began when the sender
+// had left exitsWhenBegun times. A withdrawal while the send was in the
+// host's hands was the sender's exit: the send's success is then no second
+// one (the request it carries lives on).
+func (s *fuzzSender) sentOne(exitsWhenBegun int) {
+	s.sent++
+	if s.exits > exitsWhenBegun && s.exitedBy == "withdrawn" {
+		return
+	}
+	if s.sent == 1 {
 		s.exit("sent")
 	}
 }

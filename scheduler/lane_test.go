@@ -36,6 +36,22 @@ func inEachMode(t *testing.T, cfg Config, body func(w *world)) {
 	}
 }
 
+// connectBlocking connects a peer of one channel whose first send blocks
+// until finishSend is closed, after closing inSend; the send then fails if
+// fails is set.
+func (w *world) connectBlocking(id peer.ID, fails bool) (a *hostPeer, inSend, finishSend chan struct{}) {
+	a = w.connect(id, 1)
+	inSend, finishSend = make(chan struct{}), make(chan struct{})
+	a.onSend = func(uint64, any) {
+		close(inSend)
+		<-finishSend
+	}
+	if fails {
+		a.fail = errRefused
+	}
+	return a, inSend, finishSend
+}
+
 // D1: a sender sends from a helper goroutine while OnOffer waits for it, and
 // the host's Send (on that helper) stops the scheduler. Stop used to wait for
 // the callbacks to finish, and OnOffer was waiting for Stop.
@@ -270,15 +286,7 @@ func TestRegression_ASendThatOutlivesItsOfferDecidesTheExit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			inEachMode(t, Config{}, func(w *world) {
 				rec := newOutcomes()
-				a := w.connect("A", 1)
-				inSend, finishSend := make(chan struct{}), make(chan struct{})
-				a.onSend = func(uint64, any) {
-					close(inSend)
-					<-finishSend
-				}
-				if sendFails {
-					a.fail = errRefused
-				}
+				a, inSend, finishSend := w.connectBlocking("A", sendFails)
 				var sendErr error
 				sendDone := make(chan struct{})
 				first := true
@@ -331,15 +339,7 @@ func TestHeldSenderAtStopIsDiscardedOnlyIfItsSendFails(t *testing.T) {
 		name := map[bool]string{true: "send-fails", false: "send-succeeds"}[sendFails]
 		t.Run(name, func(t *testing.T) {
 			inEachMode(t, Config{}, func(w *world) {
-				a := w.connect("A", 1)
-				inSend, finishSend := make(chan struct{}), make(chan struct{})
-				a.onSend = func(uint64, any) {
-					close(inSend)
-					<-finishSend
-				}
-				if sendFails {
-					a.fail = errRefused
-				}
+				_, inSend, finishSend := w.connectBlocking("A", sendFails)
 				rec := newOutcomes()
 				snd := &script{onOffer: func(o offer.Offer) {
 					go func() { _, _ = o.Request(0, "x", rec, time.Second) }()
