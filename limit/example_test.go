@@ -51,3 +51,47 @@ func ExampleFixed() {
 	fmt.Println(l.Limit())
 	// Output: 16
 }
+
+// An application-wide budget of 100 messages per second with bursts of 10,
+// and 1 MB/s of declared request bytes with bursts of 64 kB. A message goes
+// when both buckets can pay for it; otherwise the scheduler keeps its sender
+// waiting and arms its timer for the longer of the two waits.
+func ExampleBucket() {
+	messages, err := limit.NewBucket(100, 10)
+	if err != nil {
+		panic(err)
+	}
+	bytes, err := limit.NewBucket(1<<20, 64<<10)
+	if err != nil {
+		panic(err)
+	}
+	send := func(now time.Duration, size int64) time.Duration {
+		wm, err := messages.Wait(now, 1)
+		if err != nil {
+			panic(err)
+		}
+		wb, err := bytes.Wait(now, size)
+		if err != nil {
+			panic(err) // a size above the byte burst could never be sent
+		}
+		if wait := max(wm, wb); wait > 0 {
+			return wait
+		}
+		_, _ = messages.Take(now, 1) // both said 0: neither can fail now
+		_, _ = bytes.Take(now, size)
+		return 0
+	}
+	now := time.Duration(0)
+	for i := range 12 {
+		if wait := send(now, 4<<10); wait > 0 {
+			fmt.Printf("message %d waits %v for a message token\n", i, wait)
+			now += wait
+			send(now, 4<<10)
+		}
+	}
+	fmt.Println("big message waits", send(now, 60<<10), "for bytes")
+	// Output:
+	// message 10 waits 10ms for a message token
+	// message 11 waits 10ms for a message token
+	// big message waits 22.96875ms for bytes
+}
