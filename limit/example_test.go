@@ -95,3 +95,45 @@ func ExampleBucket() {
 	// message 11 waits 10ms for a message token
 	// big message waits 22.96875ms for bytes
 }
+
+// The issue's hierarchy: 64 requests in flight in all, ledger fetches at
+// most 48 of them, each ledger fetch at most 8. A request books its class on
+// send and releases it exactly once when it ends.
+func ExampleClasses() {
+	classes, err := limit.NewClasses([]limit.Class{
+		{Name: "total", Limit: 64},
+		{Name: "ledger", Limit: 48, Parent: "total"},
+		{Name: "fetch-1", Limit: 8, Parent: "ledger"},
+		{Name: "tx-relay", Limit: limit.Unlimited, Parent: "total"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fetch, err := classes.ID("fetch-1")
+	if err != nil {
+		panic(err)
+	}
+	sent := 0
+	for {
+		ok, err := classes.Book(fetch)
+		if err != nil {
+			panic(err)
+		}
+		if !ok {
+			break
+		}
+		sent++
+	}
+	ledger, _ := classes.ID("ledger")
+	inLedger, _ := classes.InFlight(ledger)
+	fmt.Println("fetch-1 sent", sent, "ledger holds", inLedger)
+
+	if err := classes.Release(fetch); err != nil { // one request ended
+		panic(err)
+	}
+	ok, _ := classes.Book(fetch)
+	fmt.Println("room again:", ok)
+	// Output:
+	// fetch-1 sent 8 ledger holds 8
+	// room again: true
+}
