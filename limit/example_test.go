@@ -137,3 +137,44 @@ func ExampleClasses() {
 	// fetch-1 sent 8 ledger holds 8
 	// room again: true
 }
+
+// One pass of a scheduler over its waiting senders, highest priority first:
+// a sender whose class is full is passed over without losing its place, and
+// once a class is found full the rest of the pass skips its senders without
+// checking.
+func ExamplePass() {
+	classes, err := limit.NewClasses([]limit.Class{
+		{Name: "validation", Limit: 1},
+		{Name: "ledger", Limit: 2},
+	})
+	if err != nil {
+		panic(err)
+	}
+	id := func(name string) limit.ClassID {
+		c, err := classes.ID(name)
+		if err != nil {
+			panic(err)
+		}
+		return c
+	}
+	waiting := []string{"ledger", "validation", "validation", "ledger", "ledger", "validation"}
+	pass := classes.NewPass()
+	for i, name := range waiting {
+		if pass.Full(id(name)) {
+			fmt.Println(i, name, "skipped")
+			continue
+		}
+		ok, err := pass.Book(id(name))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(i, name, map[bool]string{true: "sends", false: "found full"}[ok])
+	}
+	// Output:
+	// 0 ledger sends
+	// 1 validation sends
+	// 2 validation found full
+	// 3 ledger sends
+	// 4 ledger found full
+	// 5 validation skipped
+}
