@@ -3,7 +3,13 @@
 // it ledger.GetObjects requests, and the network answers with ledger.Objects
 // through a host-supplied Deliver function, after delays and with faults that
 // each peer's Profile declares: latency distributions, loss, bandwidth,
-// slowness over time, disconnections, and misbehaviour.
+// a finite capacity (workers, service times and a bounded queue, so that a
+// peer pushed too hard answers late and then drops or rejects), slowness
+// over time, disconnections, and misbehaviour.
+//
+// For a peer with a Service, Peer.QueueDelays records how long each request
+// waited for a worker, and Stats counts the requests its full queue turned
+// away; Quantile gives percentiles of the delays.
 //
 // All time comes from the injected clock and all randomness from the seed, so
 // the same seed, profiles and sequence of Sends replay the same run: the same

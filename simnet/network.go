@@ -150,6 +150,9 @@ func (n *Network) AddPeer(id peer.ID, prof Profile) (*Peer, error) {
 		outages:   rand.New(rand.NewPCG(n.seed, ^stream)),
 		connected: true,
 	}
+	if sv := prof.Service; sv.Workers > 0 {
+		p.service = newServiceQueue(sv.Workers, sv.QueueLimit)
+	}
 	n.peers[id] = p
 	n.order = append(n.order, p)
 	for _, o := range prof.Outages {
@@ -291,6 +294,9 @@ func (n *Network) applyLocked(e event) func() {
 		p.connected = false
 		p.epoch++ // responses in flight on the old connection are dropped
 		p.linkFree = time.Time{}
+		if p.service != nil {
+			p.service.reset() // the requests it held are lost with the connection
+		}
 		p.stats.Disconnects++
 		if n.onDown == nil {
 			return nil

@@ -26,6 +26,9 @@ type Peer struct {
 	linkFree  time.Time // when the uplink finishes its last queued response
 	lastID    uint64    // the previous request's ID, for WrongID; 0 before the first
 	stats     Stats
+
+	service     *serviceQueue   // nil without Profile.Service.Workers
+	queueDelays []time.Duration // each served request's queueing delay, in arrival order
 }
 
 var _ peer.Peer = (*Peer)(nil)
@@ -45,6 +48,18 @@ func (p *Peer) Stats() Stats {
 	p.net.mu.Lock()
 	defer p.net.mu.Unlock()
 	return p.stats
+}
+
+// QueueDelays returns the queueing delay of every request the peer's
+// Service admitted (Stats.Served of them), in the order they arrived: how
+// long each waited for a worker. It is a copy, empty for a peer without a
+// Service. Quantile turns it into percentiles. The peer keeps every delay
+// for the network's life, 8 bytes a served request: fine for experiments,
+// not for a peer served for days.
+func (p *Peer) QueueDelays() []time.Duration {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	return append([]time.Duration(nil), p.queueDelays...)
 }
 
 // Send queues a message for the peer; it never blocks and never calls the
@@ -94,7 +109,9 @@ func (p *Peer) Send(requestID uint64, message any) error {
 
 // requestLocked decides the fate of one request and schedules its answers.
 // The caller holds p.net.mu. The draws happen in a fixed order (loss, fault,
-// latency, missing objects, then any the fault needs) so that a seed replays.
+// latency, missing objects, then any the fault needs) so that a seed replays;
+// a request that overflows the peer's queue draws after loss only what its
+// Overflow needs.
 func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 	p.stats.Requests++
 	previous := p.lastID
@@ -105,9 +122,18 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 		p.stats.Lost++
 		return
 	}
+	slow := slowFactor(p.prof.Slowness, now.Sub(p.added))
+	if p.service != nil && p.service.full(now) {
+		p.overflowLocked(now, id, req, slow)
+		return
+	}
 	fault, faulty := p.prof.Faults.pick(r.Float64())
-	latency := scale(p.prof.Latency.Sample(r), slowFactor(p.prof.Slowness, now.Sub(p.added)))
+	latency := scale(p.prof.Latency.Sample(r), slow)
 	resp := p.answerLocked(req)
+	ready := now
+	if p.service != nil {
+		ready = p.serveLocked(now, req, resp, slow)
+	}
 
 	if faulty && fault == Ignore {
 		p.stats.Faults[Ignore]++
@@ -119,7 +145,7 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 		msg = req
 		size = wire.HeaderSize + wire.GetObjectsSize(req)
 	}
-	at, free := transmit(now.Add(latency), p.linkFree, size, p.prof.Bandwidth)
+	at, free := transmit(ready.Add(latency), p.linkFree, size, p.prof.Bandwidth)
 	p.linkFree = free
 
 	answerID := id
@@ -149,6 +175,39 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 		p.stats.Faults[fault]++
 	}
 	p.pushAnswerLocked(at, answerID, msg)
+}
+
+// serveLocked puts a request that arrived at now in the peer's service
+// queue, records its queueing delay, and returns when its answer is ready
+// to leave. Every request the queue admits takes a worker, including one
+// the peer will then ignore. The caller holds p.net.mu.
+func (p *Peer) serveLocked(now time.Time, req ledger.GetObjects, resp ledger.Objects, slow float64) time.Time {
+	size := wire.HeaderSize + wire.ObjectsSize(resp)
+	d := scale(serviceTime(p.prof.Service, len(req.Hashes), size), slow)
+	start, end := p.service.serve(now, d)
+	wait := start.Sub(now)
+	p.stats.Served++
+	p.stats.QueueDelay += wait
+	p.stats.MaxQueueDelay = max(p.stats.MaxQueueDelay, wait)
+	p.queueDelays = append(p.queueDelays, wait)
+	return end
+}
+
+// overflowLocked turns away a request that found the service queue full,
+// as Service.Overflow says. The caller holds p.net.mu.
+func (p *Peer) overflowLocked(now time.Time, id uint64, req ledger.GetObjects, slow float64) {
+	p.stats.Overflowed++
+	if p.prof.Service.Overflow != OverflowReject {
+		return
+	}
+	latency := scale(p.prof.Latency.Sample(p.traffic), slow)
+	resp := ledger.Objects{Items: make([]ledger.Object, len(req.Hashes))}
+	for i, h := range req.Hashes {
+		resp.Items[i] = ledger.Object{Hash: h, Missing: true}
+	}
+	at, free := transmit(now.Add(latency), p.linkFree, wire.HeaderSize+wire.ObjectsSize(resp), p.prof.Bandwidth)
+	p.linkFree = free
+	p.pushAnswerLocked(at, id, resp)
 }
 
 // answerLocked builds the honest answer to req, except that with probability

@@ -14,8 +14,13 @@ import (
 // no delay, and never disconnects.
 type Profile struct {
 	// Latency is the delay from a request's Send until its response is ready
-	// to leave the peer.
+	// to leave the peer; with a Service, from the end of the request's
+	// service instead.
 	Latency Latency
+
+	// Service gives the peer a finite capacity: workers, service times and
+	// a bounded queue (see Service). The zero Service is unlimited.
+	Service Service
 
 	// Loss is the probability, in [0, 1], that a request is silently dropped
 	// and never answered.
@@ -27,8 +32,9 @@ type Profile struct {
 	// order the requests were sent, and arrives when its transmission ends.
 	Bandwidth int64
 
-	// Slowness multiplies the latency of requests sent from each step's At
-	// (measured from AddPeer) onwards, until the next step. Steps must be in
+	// Slowness multiplies the latency (and service time) of requests sent
+	// from each step's At (measured from AddPeer) onwards, until the next
+	// step. Steps must be in
 	// increasing order of At with positive factors; before the first step the
 	// factor is 1.
 	Slowness []Slowdown
@@ -97,6 +103,9 @@ func (p *Profile) validate() error {
 	}
 	if !isProbability(p.Missing) {
 		return bad("missing %v outside [0, 1]", p.Missing)
+	}
+	if err := p.Service.validate(); err != nil {
+		return bad("%v", err)
 	}
 	if p.Bandwidth < 0 {
 		return bad("negative bandwidth %d", p.Bandwidth)

@@ -1,5 +1,7 @@
 package simnet
 
+import "time"
+
 // Stats counts what happened to one peer's traffic. Every count only grows.
 type Stats struct {
 	Requests      int // requests Send accepted
@@ -16,4 +18,10 @@ type Stats struct {
 
 	Disconnects int
 	Reconnects  int
+
+	// Profile.Service only; all zero for a peer without one.
+	Served        int           // requests admitted to the queue (served at once or after waiting)
+	Overflowed    int           // requests turned away by a full queue (dropped or rejected, as Service.Overflow says)
+	QueueDelay    time.Duration // total time the served requests waited for a worker
+	MaxQueueDelay time.Duration // the longest any of them waited
 }

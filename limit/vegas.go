@@ -1,0 +1,274 @@
+package limit
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"time"
+)
+
+// VegasConfig configures a Vegas limiter. Zero fields other than Bounds take
+// their defaults.
+type VegasConfig struct {
+	// Bounds are the host's bounds for the peer. Required.
+	Bounds Bounds
+	// Alpha: while the estimated queue at the peer is below Alpha requests
+	// (and the peer was pushed to at least half the limit), the limit
+	// grows. 0 means 1.
+	Alpha int
+	// Beta: when the estimated queue is above Beta requests, the limit falls
+	// to the estimated pipe plus Beta. 0 means 2·Alpha. Must be at least
+	// Alpha.
+	Beta int
+	// ProbeEvery is how many deciding rounds pass between two re-measurements
+	// of the RTT floor (see Vegas). 0 means 100; a negative value never
+	// re-measures, and the floor then only ever falls.
+	ProbeEvery int
+}
+
+// Defaults of VegasConfig.
+const (
+	DefaultAlpha      = 1
+	DefaultProbeEvery = 100
+)
+
+// ErrBadConfig is returned by NewVegas for parameters that make no limiter.
+var ErrBadConfig = errors.New("limit: bad config")
+
+// Vegas is an adaptive Limiter for one peer. It estimates how many of the
+// peer's requests in flight are waiting in the peer's queue rather than
+// being served or travelling, from the round-trip time against the lowest
+// one seen (the floor), and keeps that queue between Alpha and Beta. The
+// package documentation says why this algorithm; this comment says exactly
+// what it does.
+//
+// # Rounds
+//
+// Vegas decides once per round, not per sample: a round ends after as many
+// samples (of any outcome) as the limit was when the round began, about one
+// round trip of responses when the peer is kept busy. A round records its
+// smallest answered RTT (roundMin), the largest Sample.InFlight, and whether
+// any request timed out or failed. Every answered RTT also lowers the floor
+// if it is below it.
+//
+// At the end of a round, in this order:
+//
+//   - Loss: if any request in the round timed out or failed, the limit falls
+//     by a quarter (at least by one) and slow start ends.
+//   - Settling: a round that began with a change of the limit decides
+//     nothing more, because its samples were mostly sent under the old
+//     limit. It lasts as many samples as the larger of the old and new
+//     limits.
+//   - Otherwise, with limit L, the pipe estimate P = ⌈L·floor/roundMin⌉ is
+//     how many requests the peer holds without queueing them (Little's law),
+//     and Q = L − P is the estimated queue. If Q > Beta the limit becomes
+//     P + Beta and slow start ends. If Q < Alpha and the round's largest
+//     InFlight is at least L/2, the limit doubles while in slow start and
+//     grows by one after it. If Alpha ≤ Q ≤ Beta, slow start ends and the
+//     limit holds. A round with no answered sample decides nothing.
+//
+// Slow start is on from the beginning until the first round that sees a
+// queue or a loss.
+//
+// # Re-measuring the floor
+//
+// A floor taken as the all-time minimum can only fall; if the peer's path
+// gets slower, Vegas would mistake the extra delay for queueing and hold the
+// limit too low for good. Taking a windowed minimum instead would let the
+// standing queue of Alpha..Beta requests creep into the floor, window after
+// window. So every ProbeEvery deciding rounds, Vegas drains its own queue
+// first: for one round (as long as the old limit) the limit is half the pipe
+// estimate, ⌊P/2⌋; during the next round (as long as that) it measures, and
+// the floor becomes that round's roundMin, higher or lower than before. Then
+// the limit returns to the value the deciding round gave it. The two probe
+// rounds ignore losses, and one that measures nothing keeps the old floor.
+//
+// Why half the pipe and not the pipe itself: the pipe estimate rests on the
+// floor being re-measured, so if that floor is a little high the pipe is a
+// little large, a little queue survives the drain, the next floor is higher
+// still, and the error feeds itself. Half the pipe empties the queue unless
+// the floor is off by a factor of two. It costs about half the peer's
+// throughput for two rounds in every ProbeEvery+2, under 1% by default.
+//
+// A Vegas is not safe for concurrent use (the scheduler guards it). The zero
+// value is not usable; build one with NewVegas.
+type Vegas struct {
+	bounds      Bounds
+	alpha, beta int
+	probeEvery  int
+
+	limit     int
+	floor     time.Duration // smallest answered RTT; 0 before the first
+	slowStart bool
+	settling  bool // the current round began with a change of the limit
+	probe     probePhase
+	saved     int // the limit to return to after a probe
+	rounds    int // deciding rounds since the last probe
+
+	// The current round.
+	roundLen      int
+	seen          int
+	roundMin      time.Duration // 0: nothing answered yet in the round
+	roundInFlight int
+	roundLoss     bool
+}
+
+type probePhase uint8
+
+const (
+	notProbing probePhase = iota
+	draining              // the limit is the pipe estimate; old requests come back
+	measuring             // requests sent after the drain come back; their minimum becomes the floor
+)
+
+var _ Limiter = (*Vegas)(nil)
+
+// NewVegas returns a Vegas limiter at cfg.Bounds.Start, in slow start, with
+// no floor yet. It fails with an error wrapping ErrBadBounds or
+// ErrBadConfig.
+func NewVegas(cfg VegasConfig) (*Vegas, error) {
+	if err := cfg.Bounds.Validate(); err != nil {
+		return nil, err
+	}
+	alpha, beta, probe := cfg.Alpha, cfg.Beta, cfg.ProbeEvery
+	if alpha < 0 || beta < 0 {
+		return nil, fmt.Errorf("%w: negative alpha %d or beta %d", ErrBadConfig, alpha, beta)
+	}
+	if alpha == 0 {
+		alpha = DefaultAlpha
+	}
+	if beta == 0 {
+		if alpha > maxInt/2 {
+			return nil, fmt.Errorf("%w: alpha %d too large to default beta", ErrBadConfig, alpha)
+		}
+		beta = 2 * alpha
+	}
+	if beta < alpha {
+		return nil, fmt.Errorf("%w: beta %d below alpha %d", ErrBadConfig, beta, alpha)
+	}
+	if probe == 0 {
+		probe = DefaultProbeEvery
+	}
+	b := cfg.Bounds
+	return &Vegas{
+		bounds: b, alpha: alpha, beta: beta, probeEvery: probe,
+		limit: b.Start, slowStart: true, roundLen: b.Start,
+	}, nil
+}
+
+// Limit returns the current limit, within the bounds.
+func (v *Vegas) Limit() int { return v.limit }
+
+// Floor returns the RTT floor: the smallest answered RTT since the last
+// re-measurement, or 0 before any answer.
+func (v *Vegas) Floor() time.Duration { return v.floor }
+
+// Observe records one ended request and, if it completes a round, adjusts
+// the limit as the type's documentation says. Outcomes other than Answered
+// (including values this package does not define) count as losses.
+func (v *Vegas) Observe(s Sample) {
+	if s.Outcome == Answered {
+		rtt := max(s.RTT, 1)
+		if v.floor == 0 || rtt < v.floor {
+			v.floor = rtt
+		}
+		if v.roundMin == 0 || rtt < v.roundMin {
+			v.roundMin = rtt
+		}
+	} else {
+		v.roundLoss = true
+	}
+	v.roundInFlight = max(v.roundInFlight, s.InFlight)
+	v.seen++
+	if v.seen >= v.roundLen {
+		v.endRound()
+	}
+}
+
+// endRound applies a finished round and starts the next.
+func (v *Vegas) endRound() {
+	old := v.limit
+	next := old
+	switch {
+	case v.probe == draining:
+		v.probe = measuring
+	case v.probe == measuring:
+		if v.roundMin > 0 {
+			v.floor = v.roundMin
+		}
+		v.probe = notProbing
+		v.rounds = 0
+		next = v.saved
+	case v.roundLoss:
+		next = backoff(old)
+		v.slowStart = false
+	case v.settling || v.roundMin == 0:
+		// Samples from before the last change, or no RTT at all: nothing to
+		// decide on.
+	default:
+		next, v.slowStart = decide(old, v.slowStart, v.floor, v.roundMin, v.roundInFlight, v.alpha, v.beta, v.bounds)
+		v.rounds++
+		if v.probeEvery > 0 && v.rounds >= v.probeEvery {
+			v.saved = v.bounds.clamp(next)
+			v.probe = draining
+			next = drain(old, v.floor, v.roundMin)
+		}
+	}
+	v.limit = v.bounds.clamp(next)
+	v.settling = v.limit != old
+	v.roundLen = max(old, v.limit)
+	v.seen, v.roundMin, v.roundInFlight, v.roundLoss = 0, 0, 0, false
+}
+
+// decide is one deciding round of Vegas as pure arithmetic: the limit after
+// a round that ran at limit with the given floor, smallest RTT and largest
+// in-flight count, and whether slow start goes on. The result is within b.
+// floor and roundMin are positive; floor <= roundMin.
+func decide(limit int, slowStart bool, floor, roundMin time.Duration, maxInFlight, alpha, beta int, b Bounds) (int, bool) {
+	p := pipe(limit, floor, roundMin)
+	queue := limit - p
+	switch {
+	case queue > beta:
+		return b.clamp(p + beta), false
+	case queue >= alpha:
+		return limit, false
+	case maxInFlight < limit-maxInFlight: // under half the limit in use: no evidence more would help
+		return limit, slowStart
+	case slowStart:
+		if limit > b.Max/2 {
+			return b.Max, true
+		}
+		return b.clamp(2 * limit), true
+	default:
+		if limit >= b.Max {
+			return b.Max, false
+		}
+		return b.clamp(limit + 1), false
+	}
+}
+
+// pipe is the pipe estimate ⌈limit·floor/rtt⌉: by Little's law, the number
+// of the limit's requests that are being served or travelling rather than
+// queued, when the peer answers in rtt what it answers in floor when idle.
+// It is computed in 128 bits, so no limit or duration overflows it. It
+// returns limit when rtt <= floor.
+func pipe(limit int, floor, rtt time.Duration) int {
+	if rtt <= floor {
+		return limit
+	}
+	hi, lo := bits.Mul64(uint64(limit), uint64(floor))
+	q, r := bits.Div64(hi, lo, uint64(rtt)) // hi < rtt because floor < rtt
+	if r != 0 {
+		q++
+	}
+	return int(q) // q <= limit
+}
+
+// drain is the limit of a probe's draining round: half the pipe estimate
+// of the round that started the probe (the type's documentation says why
+// half).
+func drain(limit int, floor, roundMin time.Duration) int { return pipe(limit, floor, roundMin) / 2 }
+
+// backoff is the limit after a round with a loss: a quarter less, and at
+// least one less.
+func backoff(limit int) int { return limit - max(1, limit/4) }

@@ -1,0 +1,265 @@
+package limit
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+const ms = time.Millisecond
+
+func TestPipe(t *testing.T) {
+	for _, c := range []struct {
+		limit       int
+		floor, rtt  time.Duration
+		want        int
+		explanation string
+	}{
+		{10, 50 * ms, 50 * ms, 10, "no queue"},
+		{10, 50 * ms, 40 * ms, 10, "rtt below floor: no queue"},
+		{10, 50 * ms, 100 * ms, 5, "twice the floor: half queued"},
+		{7, 50 * ms, 70 * ms, 5, "exact"},
+		{8, 50 * ms, 70 * ms, 6, "5.71 rounds up"},
+		{11, 50 * ms, 70 * ms, 8, "7.86 rounds up"},
+		{1, 1, time.Hour, 1, "never below one"},
+		{maxInt, time.Hour, 2 * time.Hour, maxInt/2 + 1, "no overflow at the largest limit"},
+		{maxInt, time.Duration(1<<63 - 2), time.Duration(1<<63 - 1), maxInt - 1, "nor the largest durations"},
+		{1 << 62, 3, 4, 3 << 60, "exact in 128 bits"},
+	} {
+		if got := pipe(c.limit, c.floor, c.rtt); got != c.want {
+			t.Errorf("%s: pipe(%d, %v, %v) = %d, want %d", c.explanation, c.limit, c.floor, c.rtt, got, c.want)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for _, c := range []struct{ in, want int }{
+		{1, 0}, {2, 1}, {3, 2}, {4, 3}, {7, 6}, {8, 6}, {100, 75}, {maxInt, maxInt - maxInt/4},
+	} {
+		if got := backoff(c.in); got != c.want {
+			t.Errorf("backoff(%d) = %d, want %d", c.in, got, c.want)
+		}
+	}
+}
+
+func TestDecide(t *testing.T) {
+	b := Bounds{Min: 2, Max: 64, Start: 4}
+	for _, c := range []struct {
+		name          string
+		limit         int
+		slowStart     bool
+		floor, rtt    time.Duration
+		inFlight      int
+		want          int
+		wantSlowStart bool
+	}{
+		{"slow start doubles with no queue", 10, true, 50 * ms, 50 * ms, 10, 20, true},
+		{"slow start stops at max", 40, true, 50 * ms, 50 * ms, 40, 64, true},
+		{"after slow start, one more", 10, false, 50 * ms, 50 * ms, 10, 11, false},
+		{"one more stops at max", 64, false, 50 * ms, 50 * ms, 64, 64, false},
+		{"half the limit in use is enough to grow", 10, false, 50 * ms, 50 * ms, 5, 11, false},
+		{"under half in use: hold, still in slow start", 10, true, 50 * ms, 50 * ms, 4, 10, true},
+		{"queue 1 = alpha: hold, slow start ends", 6, true, 50 * ms, 60 * ms, 6, 6, false},
+		{"queue 2 = beta: hold", 7, false, 50 * ms, 70 * ms, 7, 7, false},
+		{"queue 3 > beta: pipe 8 + beta", 11, false, 50 * ms, 70 * ms, 11, 10, false},
+		{"overshoot undone in one step", 64, true, 50 * ms, 200 * ms, 64, 18, false},
+		{"shrinks even when app-limited", 40, false, 50 * ms, 100 * ms, 1, 22, false},
+		{"never below min", 10, false, 10 * ms, 10 * time.Second, 10, 3, false},
+	} {
+		got, ss := decide(c.limit, c.slowStart, c.floor, c.rtt, c.inFlight, 1, 2, b)
+		if got != c.want || ss != c.wantSlowStart {
+			t.Errorf("%s: decide = %d, %v; want %d, %v", c.name, got, ss, c.want, c.wantSlowStart)
+		}
+	}
+	// The one case above whose limit falls under Min with these bounds.
+	if got, _ := decide(10, false, 10*ms, time.Hour, 10, 1, 2, Bounds{Min: 4, Max: 64, Start: 4}); got != 4 {
+		t.Errorf("clamped to min: %d", got)
+	}
+	// Huge bounds: doubling and adding one saturate at Max.
+	huge := Bounds{Min: 1, Max: maxInt, Start: 1}
+	if got, _ := decide(maxInt/2+1, true, 1, 1, maxInt, 1, 2, huge); got != maxInt {
+		t.Errorf("doubling near maxInt: %d", got)
+	}
+	if got, _ := decide(maxInt, false, 1, 1, maxInt, 1, 2, huge); got != maxInt {
+		t.Errorf("adding one at maxInt: %d", got)
+	}
+}
+
+func TestNewVegas(t *testing.T) {
+	good := Bounds{Min: 1, Max: 64, Start: 4}
+	v, err := NewVegas(VegasConfig{Bounds: good})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Limit() != 4 || v.Floor() != 0 || v.alpha != 1 || v.beta != 2 || v.probeEvery != DefaultProbeEvery {
+		t.Errorf("defaults: limit %d floor %v alpha %d beta %d probe %d", v.Limit(), v.Floor(), v.alpha, v.beta, v.probeEvery)
+	}
+	v, err = NewVegas(VegasConfig{Bounds: good, Alpha: 3, ProbeEvery: -1})
+	if err != nil || v.alpha != 3 || v.beta != 6 || v.probeEvery != -1 {
+		t.Errorf("alpha 3: %v, beta %d", err, v.beta)
+	}
+	for name, c := range map[string]struct {
+		cfg  VegasConfig
+		want error
+	}{
+		"bounds":         {VegasConfig{Bounds: Bounds{Min: 2, Max: 1, Start: 1}}, ErrBadBounds},
+		"negative alpha": {VegasConfig{Bounds: good, Alpha: -1}, ErrBadConfig},
+		"negative beta":  {VegasConfig{Bounds: good, Beta: -1}, ErrBadConfig},
+		"beta < alpha":   {VegasConfig{Bounds: good, Alpha: 3, Beta: 2}, ErrBadConfig},
+		"huge alpha":     {VegasConfig{Bounds: good, Alpha: maxInt}, ErrBadConfig},
+	} {
+		if _, err := NewVegas(c.cfg); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+}
+
+// step is one sample fed to a Vegas and the limit and floor expected after it.
+type step struct {
+	n         int // the sample is repeated n times (0 counts as 1)
+	s         Sample
+	limit     int
+	floor     time.Duration
+	otherwise string
+}
+
+func run(t *testing.T, v *Vegas, steps []step) {
+	t.Helper()
+	for i, st := range steps {
+		for range max(st.n, 1) {
+			v.Observe(st.s)
+		}
+		if v.Limit() != st.limit || v.Floor() != st.floor {
+			t.Fatalf("step %d (%s): limit %d floor %v, want %d %v", i, st.otherwise, v.Limit(), v.Floor(), st.limit, st.floor)
+		}
+	}
+}
+
+func answered(rtt time.Duration, inFlight int) Sample {
+	return Sample{Outcome: Answered, RTT: rtt, InFlight: inFlight}
+}
+
+func newVegas(t *testing.T, cfg VegasConfig) *Vegas {
+	t.Helper()
+	v, err := NewVegas(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestVegasSlowStartThenQueue(t *testing.T) {
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 4}, ProbeEvery: -1})
+	run(t, v, []step{
+		{n: 3, s: answered(50*ms, 4), limit: 4, floor: 50 * ms, otherwise: "mid-round: nothing moves"},
+		{s: answered(50*ms, 4), limit: 8, floor: 50 * ms, otherwise: "a round of 4 at the floor doubles"},
+		{n: 8, s: answered(50*ms, 4), limit: 8, floor: 50 * ms, otherwise: "settling round of 8 decides nothing"},
+		{n: 8, s: answered(50*ms, 8), limit: 16, floor: 50 * ms, otherwise: "doubles again"},
+		{n: 16, s: answered(50*ms, 8), limit: 16, floor: 50 * ms, otherwise: "settling"},
+		{n: 16, s: answered(50*ms, 16), limit: 32, floor: 50 * ms, otherwise: "doubles"},
+		{n: 32, s: answered(50*ms, 16), limit: 32, floor: 50 * ms, otherwise: "settling"},
+		// At 32 the peer queues: 100ms RTTs mean half the requests wait.
+		{n: 32, s: answered(100*ms, 32), limit: 18, floor: 50 * ms, otherwise: "pipe 16 + beta 2"},
+		{n: 32, s: answered(100*ms, 32), limit: 18, floor: 50 * ms, otherwise: "settling lasts the old limit, 32"},
+		// At 18 with 55ms RTTs: pipe ⌈18·50/55⌉ = 17, queue 1: hold.
+		{n: 18, s: answered(55*ms, 18), limit: 18, floor: 50 * ms, otherwise: "queue 1: hold, slow start over"},
+		{n: 18, s: answered(50*ms, 18), limit: 19, floor: 50 * ms, otherwise: "no queue: one more, not double"},
+		{n: 19, s: answered(50*ms, 19), limit: 19, floor: 50 * ms, otherwise: "settling"},
+		{n: 19, s: answered(50*ms, 19), limit: 20, floor: 50 * ms, otherwise: "one more"},
+	})
+}
+
+func TestVegasRoundMinimumNotAverage(t *testing.T) {
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 4}, ProbeEvery: -1})
+	run(t, v, []step{
+		{n: 4, s: answered(50*ms, 4), limit: 8, floor: 50 * ms},
+		{n: 8, s: answered(50*ms, 8), limit: 8, floor: 50 * ms, otherwise: "settling"},
+		// One fast answer in a round of slow ones: the round saw no standing
+		// queue, so the limit grows.
+		{n: 7, s: answered(500*ms, 8), limit: 8, floor: 50 * ms},
+		{s: answered(50*ms, 8), limit: 16, floor: 50 * ms, otherwise: "the round's minimum decides"},
+	})
+}
+
+func TestVegasLoss(t *testing.T) {
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 2, Max: 100, Start: 8}, ProbeEvery: -1})
+	run(t, v, []step{
+		{n: 7, s: answered(50*ms, 8), limit: 8, floor: 50 * ms},
+		{s: Sample{Outcome: TimedOut, RTT: 5 * time.Second, InFlight: 8}, limit: 6, floor: 50 * ms, otherwise: "a quarter less; timeouts set no floor"},
+		// Losses act even in a settling round, once per round however many.
+		{n: 8, s: Sample{Outcome: Failed, InFlight: 8}, limit: 5, floor: 50 * ms, otherwise: "settling round of 8 with losses"},
+		{n: 6, s: Sample{Outcome: Outcome(200), InFlight: 6}, limit: 4, floor: 50 * ms, otherwise: "unknown outcomes are losses"},
+		{n: 5, s: Sample{Outcome: TimedOut}, limit: 3, floor: 50 * ms},
+		{n: 4, s: Sample{Outcome: TimedOut}, limit: 2, floor: 50 * ms},
+		{n: 3, s: Sample{Outcome: TimedOut}, limit: 2, floor: 50 * ms, otherwise: "never below min"},
+		// The clamped loss changed nothing, so the next round decides; slow
+		// start ended with the first loss, so growth is one at a time.
+		{n: 2, s: answered(50*ms, 2), limit: 3, floor: 50 * ms, otherwise: "one more"},
+		{n: 3, s: answered(50*ms, 3), limit: 3, floor: 50 * ms, otherwise: "settling"},
+		{n: 3, s: answered(50*ms, 3), limit: 4, floor: 50 * ms, otherwise: "one more"},
+	})
+}
+
+func TestVegasNoAnswerNoDecision(t *testing.T) {
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 2}, ProbeEvery: -1})
+	// Zero and negative RTTs count as 1ns.
+	run(t, v, []step{
+		{n: 2, s: answered(0, 2), limit: 4, floor: 1},
+		{n: 4, s: answered(-5, 4), limit: 4, floor: 1, otherwise: "settling"},
+		{n: 4, s: answered(1, 4), limit: 8, floor: 1},
+	})
+}
+
+func TestVegasProbeRemeasuresFloor(t *testing.T) {
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 10}, ProbeEvery: 2})
+	v.slowStart = false // start in congestion avoidance to keep the script short
+	run(t, v, []step{
+		{n: 10, s: answered(50*ms, 10), limit: 11, floor: 50 * ms, otherwise: "deciding round 1"},
+		{n: 11, s: answered(50*ms, 11), limit: 11, floor: 50 * ms, otherwise: "settling"},
+		// The path slows: RTTs of 60ms look like a queue of 1 at limit 11
+		// (pipe ⌈11·50/60⌉ = 10): hold. Deciding round 2 starts the probe:
+		// 11 saved, drain to half the pipe, 5.
+		{n: 11, s: answered(60*ms, 11), limit: 5, floor: 50 * ms, otherwise: "probe: drain"},
+		{n: 11, s: answered(60*ms, 11), limit: 5, floor: 50 * ms, otherwise: "draining lasts the old limit"},
+		{n: 4, s: answered(60*ms, 5), limit: 5, floor: 50 * ms, otherwise: "measuring"},
+		{s: answered(61*ms, 5), limit: 11, floor: 60 * ms, otherwise: "the floor is the measured minimum; the limit returns"},
+		{n: 11, s: answered(60*ms, 11), limit: 11, floor: 60 * ms, otherwise: "settling"},
+		{n: 11, s: answered(60*ms, 11), limit: 12, floor: 60 * ms, otherwise: "with the new floor there is no queue: grow"},
+	})
+}
+
+func TestVegasProbeIgnoresLossesAndLowersFloor(t *testing.T) {
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 6}, ProbeEvery: 1})
+	v.slowStart = false
+	run(t, v, []step{
+		{n: 6, s: answered(50*ms, 6), limit: 3, floor: 50 * ms, otherwise: "7 saved; drain to half the pipe, 3"},
+		{n: 6, s: Sample{Outcome: TimedOut}, limit: 3, floor: 50 * ms, otherwise: "losses while draining are ignored"},
+		{n: 2, s: Sample{Outcome: TimedOut}, limit: 3, floor: 50 * ms, otherwise: "and while measuring"},
+		{s: answered(40*ms, 3), limit: 7, floor: 40 * ms, otherwise: "a lower floor, and back to the saved 7"},
+		{n: 7, s: answered(40*ms, 7), limit: 7, floor: 40 * ms, otherwise: "settling"},
+		{n: 7, s: answered(80*ms, 7), limit: 2, floor: 40 * ms, otherwise: "pipe ⌈7·40/80⌉ = 4, queue 3: 6 saved, drain to 2"},
+		{n: 7, s: answered(80*ms, 7), limit: 2, floor: 40 * ms, otherwise: "draining lasts the old limit, 7"},
+		{n: 2, s: Sample{Outcome: TimedOut}, limit: 6, floor: 40 * ms, otherwise: "nothing measured: the floor stays; back to 6"},
+	})
+	// The drain never goes under Min.
+	v = newVegas(t, VegasConfig{Bounds: Bounds{Min: 3, Max: 100, Start: 4}, ProbeEvery: 1})
+	run(t, v, []step{{n: 4, s: answered(50*ms, 4), limit: 3, floor: 50 * ms, otherwise: "half of 4 is 2, under Min"}})
+}
+
+func TestDrain(t *testing.T) {
+	for _, c := range []struct {
+		limit      int
+		floor, rtt time.Duration
+		want       int
+	}{
+		{10, 50 * ms, 50 * ms, 5},
+		{11, 50 * ms, 50 * ms, 5},
+		{11, 50 * ms, 60 * ms, 5}, // pipe 10
+		{7, 40 * ms, 80 * ms, 2},  // pipe 4
+		{1, 50 * ms, 50 * ms, 0},  // the caller clamps to Min
+	} {
+		if got := drain(c.limit, c.floor, c.rtt); got != c.want {
+			t.Errorf("drain(%d, %v, %v) = %d, want %d", c.limit, c.floor, c.rtt, got, c.want)
+		}
+	}
+}
