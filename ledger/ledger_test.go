@@ -295,7 +295,7 @@ func TestAnswer(t *testing.T) {
 }
 
 func TestErrorsAreDistinct(t *testing.T) {
-	all := []error{ErrObjects, ErrMalformed, ErrDuplicateKey}
+	all := []error{ErrObjects, ErrMalformed, ErrDuplicateKey, ErrHashMismatch, ErrBadFile}
 	for i, a := range all {
 		for j, b := range all {
 			require.Equal(t, i == j, errors.Is(a, b), "%v, %v", a, b)

@@ -17,8 +17,9 @@ import (
 // node always hashes all 516 bytes, empty branches included; a leaf puts its
 // key after the data.
 var (
-	prefixInner = [4]byte{'M', 'I', 'N', 0} // 4D 49 4E 00
-	prefixLeaf  = [4]byte{'M', 'L', 'N', 0} // 4D 4C 4E 00
+	prefixInner  = [4]byte{'M', 'I', 'N', 0} // 4D 49 4E 00
+	prefixLeaf   = [4]byte{'M', 'L', 'N', 0} // 4D 4C 4E 00
+	prefixLedger = [4]byte{'L', 'W', 'R', 0} // 4C 57 52 00: a ledger header (see Header.Hash)
 )
 
 const (

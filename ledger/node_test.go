@@ -43,6 +43,7 @@ func TestHashOfIsSHA512Half(t *testing.T) {
 func TestNodeLayout(t *testing.T) {
 	require.Equal(t, []byte{0x4d, 0x49, 0x4e, 0x00}, prefixInner[:])
 	require.Equal(t, []byte{0x4d, 0x4c, 0x4e, 0x00}, prefixLeaf[:])
+	require.Equal(t, []byte{0x4c, 0x57, 0x52, 0x00}, prefixLedger[:])
 	require.Equal(t, 516, InnerSize)
 
 	inner, leaf := someNodes(t)
