@@ -6,10 +6,9 @@ import "github.com/peersched/peersched/ledger"
 type itemKind uint8
 
 const (
-	// itemAbsent: the response has no item for the hash.
+	// itemAbsent: the response has no item for the hash: the peer lacks
+	// the node (and, as rippled does, left it out), or lost it.
 	itemAbsent itemKind = iota
-	// itemMissing: the peer says it does not have the node.
-	itemMissing
 	// itemCorrupt: the bytes do not hash to the name asked for.
 	itemCorrupt
 	// itemUndecodable: the bytes hash to the name but are not a node. No
@@ -34,10 +33,10 @@ type itemResult struct {
 //
 // A response is matched by hash, not by position: a peer may answer in any
 // order, repeat items, or add items nobody asked for (those are ignored).
-// For each hash the best item wins: one that verifies, else one that is
-// present but corrupt, else a missing mark. Honest peers answer in order, so
-// the common case costs one comparison per item and no allocation beyond the
-// decoded children.
+// For each hash the best item wins: one that verifies, else a corrupt one;
+// with none the hash is absent. Honest peers answer in order, so the common
+// case costs one comparison per item and no allocation beyond the decoded
+// children (a peer that left items out costs a map of the rest).
 func examine(asked []ledger.Hash, resp any, dst []itemResult) ([]itemResult, bool) {
 	var objs ledger.Objects
 	switch m := resp.(type) {
@@ -78,13 +77,7 @@ func examine(asked []ledger.Hash, resp any, dst []itemResult) ([]itemResult, boo
 // judge improves r with it, an item carrying r's hash, if it is better
 // evidence than what r holds.
 func judge(r *itemResult, it *ledger.Object) {
-	if r.kind >= itemCorrupt {
-		if r.kind != itemCorrupt || it.Missing {
-			return
-		}
-	}
-	if it.Missing {
-		r.kind = itemMissing
+	if r.kind > itemCorrupt {
 		return
 	}
 	if !ledger.Verify(r.hash, it.Data) {

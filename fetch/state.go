@@ -75,7 +75,7 @@ func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []item
 				s.front.discover(c)
 			}
 			progressed = true
-		case itemAbsent, itemMissing:
+		case itemAbsent:
 			t.missing++
 			p.badObjects++
 			s.retryLocked(asked[i:i+1], from)

@@ -114,11 +114,10 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 		return
 	}
 	var msg any = resp
-	size := wire.HeaderSize + wire.ObjectsSize(resp)
 	if faulty && fault == WrongType {
 		msg = req
-		size = wire.HeaderSize + wire.GetObjectsSize(req)
 	}
+	size := wire.MessageSize(id, msg)
 	at, free := transmit(now.Add(latency), p.linkFree, size, p.prof.Bandwidth)
 	p.linkFree = free
 
@@ -152,20 +151,21 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 }
 
 // answerLocked builds the honest answer to req, except that with probability
-// Profile.Missing each object is reported missing. The caller holds p.net.mu.
+// Profile.Missing each object is missing, and left out as rippled leaves out
+// what it lacks. The caller holds p.net.mu.
 func (p *Peer) answerLocked(req ledger.GetObjects) ledger.Objects {
 	resp := p.net.ledger.Answer(req)
+	p.stats.Missing += len(req.Hashes) - len(resp.Items)
 	if p.prof.Missing > 0 {
-		for i := range resp.Items {
+		kept := resp.Items[:0]
+		for _, it := range resp.Items {
 			if p.traffic.Float64() < p.prof.Missing {
-				resp.Items[i] = ledger.Object{Hash: resp.Items[i].Hash, Missing: true}
+				p.stats.Missing++
+				continue
 			}
+			kept = append(kept, it)
 		}
-	}
-	for _, it := range resp.Items {
-		if it.Missing {
-			p.stats.Missing++
-		}
+		resp.Items = kept
 	}
 	return resp
 }
@@ -185,12 +185,12 @@ func (p *Peer) expLocked(mean time.Duration) time.Duration {
 	return min(max(d, 1), MaxLatency)
 }
 
-// corrupt returns a copy of resp in which one present object, chosen with r,
-// has one byte flipped; false if no object is present.
+// corrupt returns a copy of resp in which one object, chosen with r, has one
+// byte flipped; false if no object has a byte.
 func corrupt(resp ledger.Objects, r *rand.Rand) (ledger.Objects, bool) {
 	var present []int
 	for i, it := range resp.Items {
-		if !it.Missing && len(it.Data) > 0 {
+		if len(it.Data) > 0 {
 			present = append(present, i)
 		}
 	}

@@ -43,7 +43,7 @@ type Profile struct {
 	RandomOutages *RandomOutages
 
 	// Missing is the probability, in [0, 1], that the peer lacks each
-	// requested object and answers it as Missing. This is honest behaviour
+	// requested object and leaves it out of its answer. This is honest behaviour
 	// (a peer that does not have everything), not a fault.
 	Missing float64
 

@@ -113,7 +113,9 @@ func fetchWith(ctx context.Context, o options, l *ledger.Ledger, strategy string
 	stop := func() {}
 	switch strategy {
 	case "scheduler":
-		s, err := scheduler.New(scheduler.Config{})
+		// IDs that fit TMGetObjectByHash's seq, on every transport, so the
+		// simulated fetch issues the IDs the TCP one does.
+		s, err := scheduler.New(scheduler.Config{RequestIDs: tcpnet.RequestIDs()})
 		if err != nil {
 			return nil, err
 		}

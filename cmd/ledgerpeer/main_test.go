@@ -46,7 +46,7 @@ func TestServesUntilInterrupted(t *testing.T) {
 		t.Fatalf("first line %q does not name the root %s", first, l.Root().Hex())
 	}
 
-	sched, err := scheduler.New(scheduler.Config{})
+	sched, err := scheduler.New(scheduler.Config{RequestIDs: tcpnet.RequestIDs()})
 	if err != nil {
 		t.Fatal(err)
 	}
