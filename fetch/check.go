@@ -24,7 +24,9 @@ type itemResult struct {
 	hash     ledger.Hash
 	kind     itemKind
 	size     int           // bytes, when OK
-	children []ledger.Hash // an inner node's children, when OK
+	data     []byte        // the node, when OK
+	children []ledger.Hash // an inner node's children to fetch, when OK
+	reused   []reusedTree  // its children the base holds (see reuse)
 }
 
 // examine checks resp, the answer to a request for asked, and appends one
@@ -89,5 +91,5 @@ func judge(r *itemResult, it *ledger.Object) {
 		r.kind = itemUndecodable
 		return
 	}
-	r.kind, r.size, r.children = itemOK, len(it.Data), n.Children
+	r.kind, r.size, r.data, r.children = itemOK, len(it.Data), it.Data, n.Children
 }

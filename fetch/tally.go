@@ -22,8 +22,10 @@ type tally struct {
 	missing      int // objects answered as missing
 	corrupt      int // objects whose bytes did not verify
 	bytes        int64
-	inFlight     int // requests
-	rto          rto // from every peer's response times
+	reused       int   // nodes taken from the base instead of fetched
+	reusedBytes  int64 // their bytes
+	inFlight     int   // requests
+	rto          rto   // from every peer's response times
 
 	peers map[peer.ID]*peerTally
 }
