@@ -32,7 +32,7 @@ type Report struct {
 	SendErrors   int `json:"send_errors"`   // sends the host refused
 	Retries      int `json:"retries"`       // objects asked again, for any of the reasons below
 	Hedges       int `json:"hedges"`        // requests asked again of another peer at the tail, while still out
-	Missing      int `json:"missing"`       // objects a peer answered as missing or left out
+	Missing      int `json:"missing"`       // objects a peer left out of its answer
 	Corrupt      int `json:"corrupt"`       // objects whose bytes did not match their hash
 
 	Dropped Dropped `json:"dropped"` // responses thrown away before reaching the fetch

@@ -19,7 +19,7 @@ type tally struct {
 	sendErrors   int // the host refused the send
 	retries      int // hashes put back to be asked again
 	hedges       int // requests sent again to another peer at the tail
-	missing      int // objects answered as missing
+	missing      int // objects left out of answers
 	corrupt      int // objects whose bytes did not verify
 	bytes        int64
 	reused       int   // nodes taken from the base instead of fetched
