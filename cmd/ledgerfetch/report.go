@@ -104,8 +104,8 @@ func writeReport(w io.Writer, r result) {
 	if total == 0 {
 		total = r.Known
 	}
-	fmt.Fprintf(w, "%s %s of %s objects (%.1f MB) in %s: %s objects/s\n",
-		verdict, commas(r.Objects), commas(total), float64(r.Bytes)/1e6, dur(time.Duration(r.Wall)), commas(int(r.Rate)))
+	fmt.Fprintf(w, "%s %s of %s objects (%s) in %s: %s objects/s\n",
+		verdict, commas(r.Objects), commas(total), size(r.Bytes), dur(time.Duration(r.Wall)), commas(int(r.Rate)))
 	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %d channels, batch %d, seed %d\n",
 		r.Strategy, r.Transport, r.PeerCount, r.Channels, r.Batch, r.Seed)
 	if r.LedgerFile != "" {
@@ -120,8 +120,8 @@ func writeReport(w io.Writer, r result) {
 		fmt.Fprintf(w, "  ledger       %d (%s): account_hash %s %s\n", r.LedgerIndex, r.LedgerFile, r.AccountHash, verdict)
 	}
 	if r.BaseFile != "" {
-		fmt.Fprintf(w, "  base         %d (%s): %s objects reused (%.1f KB), %s fetched\n",
-			r.BaseIndex, r.BaseFile, commas(r.Reused), float64(r.ReusedBytes)/1e3, commas(r.Objects))
+		fmt.Fprintf(w, "  base         %d (%s): %s objects reused (%s), %s fetched\n",
+			r.BaseIndex, r.BaseFile, commas(r.Reused), size(r.ReusedBytes), commas(r.Objects))
 	}
 	fmt.Fprintf(w, "  requests     %s sent, %s answered, %s hedges at the tail\n", commas(r.Requests), commas(r.Answered), commas(r.Hedges))
 	fmt.Fprintf(w, "  failures     %s timed out, %s by disconnection, %s of the wrong type, %s sends refused\n",
@@ -159,6 +159,14 @@ func writeComparison(w io.Writer, results []result) {
 	} else {
 		fmt.Fprintln(w)
 	}
+}
+
+// size formats a byte count in MB, or in KB below one MB.
+func size(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }
 
 // dur formats d with about three significant digits.
