@@ -51,6 +51,13 @@ func (r IDRange) Validate() error {
 // ended request remembers it, a stray response to its ID is told apart
 // exactly, as with 64-bit handles: duplicate, late or unknown.
 //
+// What no table can do with an ID of a few bits: tell a response meant for
+// the holder of an ID a whole lap ago from one for its current holder, when
+// both requests went to the same peer (from any other peer it is dropped as
+// ErrWrongPeer). The lap is what bounds that: with [2^24, 2^32), some 4.3
+// billion requests are issued before an ID comes back, far beyond any
+// response's lateness.
+//
 // The cost beside 64-bit handles: a map entry per remembered ID and eight
 // bytes per slot, and a map lookup to find a response's request.
 type idSpace struct {
