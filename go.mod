@@ -3,8 +3,10 @@ module github.com/peersched/peersched
 go 1.25.0
 
 require (
-	github.com/benbjohnson/clock v1.3.5 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
-	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	github.com/benbjohnson/clock v1.3.5
+	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
+	google.golang.org/protobuf v1.36.11
 )
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

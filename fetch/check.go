@@ -6,10 +6,9 @@ import "github.com/peersched/peersched/ledger"
 type itemKind uint8
 
 const (
-	// itemAbsent: the response has no item for the hash.
+	// itemAbsent: the response has no item for the hash: the peer lacks
+	// the node (and, as rippled does, left it out), or lost it.
 	itemAbsent itemKind = iota
-	// itemMissing: the peer says it does not have the node.
-	itemMissing
 	// itemCorrupt: the bytes do not hash to the name asked for.
 	itemCorrupt
 	// itemUndecodable: the bytes hash to the name but are not a node. No
@@ -25,7 +24,9 @@ type itemResult struct {
 	hash     ledger.Hash
 	kind     itemKind
 	size     int           // bytes, when OK
-	children []ledger.Hash // an inner node's children, when OK
+	data     []byte        // the node, when OK
+	children []ledger.Hash // an inner node's children to fetch, when OK
+	reused   []reusedTree  // its children the base holds (see reuse)
 }
 
 // examine checks resp, the answer to a request for asked, and appends one
@@ -34,10 +35,10 @@ type itemResult struct {
 //
 // A response is matched by hash, not by position: a peer may answer in any
 // order, repeat items, or add items nobody asked for (those are ignored).
-// For each hash the best item wins: one that verifies, else one that is
-// present but corrupt, else a missing mark. Honest peers answer in order, so
-// the common case costs one comparison per item and no allocation beyond the
-// decoded children.
+// For each hash the best item wins: one that verifies, else a corrupt one;
+// with none the hash is absent. Honest peers answer in order, so the common
+// case costs one comparison per item and no allocation beyond the decoded
+// children (a peer that left items out costs a map of the rest).
 func examine(asked []ledger.Hash, resp any, dst []itemResult) ([]itemResult, bool) {
 	var objs ledger.Objects
 	switch m := resp.(type) {
@@ -78,13 +79,7 @@ func examine(asked []ledger.Hash, resp any, dst []itemResult) ([]itemResult, boo
 // judge improves r with it, an item carrying r's hash, if it is better
 // evidence than what r holds.
 func judge(r *itemResult, it *ledger.Object) {
-	if r.kind >= itemCorrupt {
-		if r.kind != itemCorrupt || it.Missing {
-			return
-		}
-	}
-	if it.Missing {
-		r.kind = itemMissing
+	if r.kind > itemCorrupt {
 		return
 	}
 	if !ledger.Verify(r.hash, it.Data) {
@@ -96,5 +91,5 @@ func judge(r *itemResult, it *ledger.Object) {
 		r.kind = itemUndecodable
 		return
 	}
-	r.kind, r.size, r.children = itemOK, len(it.Data), n.Children
+	r.kind, r.size, r.data, r.children = itemOK, len(it.Data), it.Data, n.Children
 }

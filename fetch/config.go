@@ -32,9 +32,21 @@ var ErrBadConfig = errors.New("fetch: bad config")
 type Config struct {
 	// Root names the ledger to fetch. Required (the zero Hash names no node).
 	Root ledger.Hash
-	// Expected is how many nodes the ledger has, if the caller knows; it
-	// only feeds Progress. 0 means unknown.
+	// Expected is how many nodes the fetch will download, if the caller
+	// knows (the ledger's node count, for a fetch without a Base); it only
+	// feeds Progress and the report. 0 means unknown.
 	Expected int
+	// Base, if set, holds nodes the fetch already has, such as those of the
+	// ledger before this one: the fetch walks down from Root and, wherever
+	// it meets a hash that Base holds, takes that node and its subtree from
+	// Base instead of asking peers (counted in Report.Reused). This is how a
+	// node catches up from ledger to ledger.
+	Base Store
+	// Received, if set, is called with every node that arrived and
+	// verified, once per node, while the fetch holds its lock: it must be
+	// quick and must not call back into the fetch. data is not modified
+	// afterwards and may be kept.
+	Received func(h ledger.Hash, data []byte)
 
 	// Batch is how many hashes one request asks for. 0 means DefaultBatch.
 	Batch int

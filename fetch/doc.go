@@ -18,7 +18,9 @@
 //
 // Both finish when every node reachable from the root has arrived and
 // verified, or fail with an *IncompleteError that says how much is missing
-// and why. Neither imports a transport: the host wires its connections (a
+// and why. Given a Base (the nodes of an earlier ledger, say), either one
+// fetches only what the base lacks: it skips every subtree whose root hash
+// the base holds, as a node catching up from ledger to ledger does. Neither imports a transport: the host wires its connections (a
 // simnet.Network, a tcpnet.Client) to a Host, which is the Scheduler for Run
 // and the Peerset itself for the other strategy.
 package fetch

@@ -27,6 +27,7 @@ type frontier struct {
 	copies   map[ledger.Hash]int       // asked hashes in more than one request: the extra requests
 	asked    int                       // hashes in requests in flight
 	verified int
+	reused   int // subtrees taken from the base instead of discovered
 }
 
 // maxFailedAt bounds how many failing peers a hash remembers. Past it the
@@ -181,6 +182,12 @@ func (f *frontier) waitingCount() int { return len(f.fresh) - f.head + len(f.ret
 // known returns how many hashes have been discovered.
 func (f *frontier) known() int { return len(f.status) }
 
-// complete reports whether every discovered hash is verified (and at least
-// one was discovered).
-func (f *frontier) complete() bool { return f.verified > 0 && f.verified == len(f.status) }
+// reuse records a subtree the fetch takes from its base: its root is not
+// discovered, and never asked for.
+func (f *frontier) reuse() { f.reused++ }
+
+// complete reports whether every discovered hash is verified, and the tree
+// has begun: something was verified or taken from the base.
+func (f *frontier) complete() bool {
+	return (f.verified > 0 || f.reused > 0) && f.verified == len(f.status)
+}

@@ -165,6 +165,7 @@ func (ps *Peerset) Deliver(from peer.ID, id receiver.RequestID, response any) er
 
 	now := ps.cfg.Clock.Now()
 	results, valid := examine(r.hashes, response, make([]itemResult, 0, len(r.hashes)))
+	reuse(ps.cfg.Base, results)
 
 	ps.mu.Lock()
 	defer ps.mu.Unlock()

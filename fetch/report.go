@@ -15,12 +15,14 @@ type Report struct {
 	Root     string `json:"root"`     // the root hash, in hex
 	Complete bool   `json:"complete"` // every discovered node arrived and verified
 
-	Objects  int      `json:"objects"`            // nodes that arrived and verified
-	Known    int      `json:"known"`              // nodes discovered (Objects of them verified)
-	Expected int      `json:"expected,omitempty"` // Config.Expected
-	Bytes    int64    `json:"bytes"`              // their serialized size
-	Wall     Duration `json:"wall_seconds"`       // from Run's start to its end
-	Rate     float64  `json:"objects_per_second"` // Objects / Wall
+	Objects     int      `json:"objects"`            // nodes that arrived and verified
+	Known       int      `json:"known"`              // nodes discovered (Objects of them verified)
+	Expected    int      `json:"expected,omitempty"` // Config.Expected
+	Bytes       int64    `json:"bytes"`              // their serialized size
+	Reused      int      `json:"reused"`             // nodes taken from Config.Base instead of fetched
+	ReusedBytes int64    `json:"reused_bytes"`       // their serialized size
+	Wall        Duration `json:"wall_seconds"`       // from Run's start to its end
+	Rate        float64  `json:"objects_per_second"` // Objects / Wall
 
 	Requests     int `json:"requests"`      // requests the host accepted
 	Answered     int `json:"answered"`      // requests answered (with anything)
@@ -30,7 +32,7 @@ type Report struct {
 	SendErrors   int `json:"send_errors"`   // sends the host refused
 	Retries      int `json:"retries"`       // objects asked again, for any of the reasons below
 	Hedges       int `json:"hedges"`        // requests asked again of another peer at the tail, while still out
-	Missing      int `json:"missing"`       // objects a peer answered as missing or left out
+	Missing      int `json:"missing"`       // objects a peer left out of its answer
 	Corrupt      int `json:"corrupt"`       // objects whose bytes did not match their hash
 
 	Dropped Dropped `json:"dropped"` // responses thrown away before reaching the fetch
@@ -95,6 +97,8 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		Known:        s.front.known(),
 		Expected:     s.cfg.Expected,
 		Bytes:        t.bytes,
+		Reused:       t.reused,
+		ReusedBytes:  t.reusedBytes,
 		Wall:         Duration(wall),
 		Requests:     t.requests,
 		Answered:     t.answered,

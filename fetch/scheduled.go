@@ -342,6 +342,7 @@ func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
 	b := r.b
 	now := b.cfg.Clock.Now()
 	results, ok := examine(r.hashes, response, make([]itemResult, 0, len(r.hashes)))
+	reuse(b.cfg.Base, results)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.finished {

@@ -40,10 +40,30 @@ func newState(cfg Config) *state {
 	return &state{cfg: cfg, front: newFrontier(), tally: newTally(), done: make(chan struct{})}
 }
 
-// beginLocked starts the fetch at now with the root as its only known hash.
+// beginLocked starts the fetch at now with the root as its only known hash,
+// or, if the base holds the root, with the nodes under it the base lacks
+// (none, usually: then the fetch is complete at once).
 func (s *state) beginLocked(now time.Time) {
-	s.front.discover(s.cfg.Root)
 	s.lastVerified = now
+	if s.cfg.Base != nil {
+		if _, ok := s.cfg.Base.Get(s.cfg.Root); ok {
+			t, lacking := walkBase(s.cfg.Base, s.cfg.Root)
+			s.reusedLocked(t)
+			for _, h := range lacking {
+				s.front.discover(h)
+			}
+			s.checkDoneLocked()
+			return
+		}
+	}
+	s.front.discover(s.cfg.Root)
+}
+
+// reusedLocked counts a subtree taken from the base.
+func (s *state) reusedLocked(t reusedTree) {
+	s.front.reuse()
+	s.tally.reused += t.nodes
+	s.tally.reusedBytes += t.bytes
 }
 
 // answeredLocked applies the response to a request for asked, sent to from
@@ -71,11 +91,17 @@ func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []item
 			}
 			t.bytes += int64(r.size)
 			p.objects++
+			if s.cfg.Received != nil {
+				s.cfg.Received(r.hash, r.data)
+			}
+			for _, rt := range r.reused {
+				s.reusedLocked(rt)
+			}
 			for _, c := range r.children {
 				s.front.discover(c)
 			}
 			progressed = true
-		case itemAbsent, itemMissing:
+		case itemAbsent:
 			t.missing++
 			p.badObjects++
 			s.retryLocked(asked[i:i+1], from)

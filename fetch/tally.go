@@ -19,11 +19,13 @@ type tally struct {
 	sendErrors   int // the host refused the send
 	retries      int // hashes put back to be asked again
 	hedges       int // requests sent again to another peer at the tail
-	missing      int // objects answered as missing
+	missing      int // objects left out of answers
 	corrupt      int // objects whose bytes did not verify
 	bytes        int64
-	inFlight     int // requests
-	rto          rto // from every peer's response times
+	reused       int   // nodes taken from the base instead of fetched
+	reusedBytes  int64 // their bytes
+	inFlight     int   // requests
+	rto          rto   // from every peer's response times
 
 	peers map[peer.ID]*peerTally
 }

@@ -20,7 +20,7 @@ func Example() {
 		resp := l.Answer(ledger.GetObjects{Hashes: todo})
 		todo = nil
 		for _, obj := range resp.Items {
-			if obj.Missing || !ledger.Verify(obj.Hash, obj.Data) {
+			if !ledger.Verify(obj.Hash, obj.Data) {
 				panic("bad object " + obj.Hash.String())
 			}
 			node, err := ledger.Decode(obj.Data)

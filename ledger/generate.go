@@ -10,16 +10,76 @@ import (
 
 // Bounds of generated ledgers.
 const (
-	// MinPayload and MaxPayload bound a generated leaf's payload size in
-	// bytes; sizes are drawn uniformly between them, inclusive.
-	MinPayload = 40
-	MaxPayload = 300
+	// MinPayload and MaxPayload bound a generated entry's size in bytes:
+	// the smallest and largest entries of the real ledgers the sizes were
+	// measured on (see entrySizes).
+	MinPayload = 87
+	MaxPayload = 8216
 
-	// MaxObjects is the largest object count Generate accepts. It keeps every
-	// node's offset within 32 bits (8M leaves of at most 333 bytes, plus their
-	// inner nodes, stay under 4 GiB) and a typo from allocating the machine.
+	// MaxObjects is the largest object count Generate accepts. At the
+	// measured mean entry size, 8M entries and their inner nodes take about
+	// 3.4 GB, within the arena's 32-bit offsets; and it keeps a typo from
+	// allocating the machine.
 	MaxObjects = 1 << 23
 )
+
+// entrySizes is the distribution Generate draws entry sizes from, measured
+// on the state of the two real mainnet ledgers (38129 and 40000, 261 entries
+// each, the same histogram in both; TestEntrySizesMeasured checks it against
+// them): each size with the number of entries of that size. Account roots
+// (87 bytes) are half of them, offers and trust lines (130 to 258 bytes) most
+// of the rest, and about one in 130 is a skip list of ledger hashes of
+// several KB, whose size Generate draws uniformly from the range seen.
+var entrySizes = []struct{ size, count int }{
+	{87, 137}, {98, 23}, {116, 1}, {130, 14}, {148, 18}, {173, 4}, {183, 2},
+	{193, 36}, {194, 2}, {211, 17}, {223, 3}, {258, 2},
+	{largeEntry, 2},
+}
+
+// largeEntry stands in entrySizes for a size drawn uniformly from
+// [largeMin, MaxPayload]: the skip lists seen were 4,760, 5,016 and 8,216
+// bytes.
+const (
+	largeEntry = -1
+	largeMin   = 4760
+)
+
+// entrySizeTotal is the sum of entrySizes' counts.
+var entrySizeTotal = func() int {
+	n := 0
+	for _, c := range entrySizes {
+		n += c.count
+	}
+	return n
+}()
+
+// drawEntrySize draws an entry size from entrySizes.
+func drawEntrySize(rng *rand.Rand) int {
+	u := rng.IntN(entrySizeTotal)
+	for _, c := range entrySizes {
+		if u < c.count {
+			if c.size == largeEntry {
+				return largeMin + rng.IntN(MaxPayload-largeMin+1)
+			}
+			return c.size
+		}
+		u -= c.count
+	}
+	panic("unreachable: u is below the total")
+}
+
+// meanEntrySize is the mean of entrySizes, to size the arena.
+var meanEntrySize = func() int {
+	sum := 0
+	for _, c := range entrySizes {
+		size := c.size
+		if size == largeEntry {
+			size = (largeMin + MaxPayload) / 2
+		}
+		sum += size * c.count
+	}
+	return sum / entrySizeTotal
+}()
 
 // ErrObjects is returned by Generate for an object count below 1 or above
 // MaxObjects.
@@ -29,17 +89,13 @@ var ErrObjects = errors.New("ledger: object count out of range")
 // seed alone; it is not zero so that seed 0 is as good as any other.
 const pcgStream = 0x6c656467_65727631 // "ledgerv1"
 
-// Generate builds a ledger of the given number of leaves, deterministically
+// Generate builds a ledger of the given number of entries, deterministically
 // from seed: the same (seed, objects) always yields the same tree and root on
 // every platform, and different seeds yield unrelated trees. Keys are uniform
-// 256-bit values, payloads uniform in [MinPayload, MaxPayload] bytes of random
-// content, all drawn from a PCG source seeded with seed.
-//
-// The root is always an inner node, even for one object. Below it, a leaf
-// sits at the shallowest depth where no other key shares its nibble path;
-// inner nodes appear only where two or more keys share one (so an inner node
-// below the root may have a single child, when all its keys share the next
-// nibble too).
+// 256-bit values and entries random bytes whose sizes follow the real
+// ledgers' (see entrySizes), all drawn from a PCG source seeded with seed.
+// The tree is shaped and hashed as Build does, like the XRP Ledger's state
+// map; the root is always an inner node.
 //
 // It returns an error wrapping ErrObjects if objects is out of range.
 func Generate(seed uint64, objects int) (*Ledger, error) {
@@ -53,86 +109,18 @@ func Generate(seed uint64, objects int) (*Ledger, error) {
 		fillRandom(rng, keys[i][:])
 	}
 	slices.SortFunc(keys, compareHash)
-	for i := 1; i < len(keys); i++ {
-		if keys[i] == keys[i-1] {
-			// Two equal 256-bit draws among millions: about 2^-210. Saying so
-			// beats building a tree with a leaf missing.
-			return nil, fmt.Errorf("ledger: seed %d drew key %s twice", seed, keys[i].Hex())
-		}
+	l, err := build(keys, objects*meanEntrySize, func(dst []byte, _ int) []byte {
+		n := drawEntrySize(rng)
+		dst = slices.Grow(dst, n)[:len(dst)+n]
+		fillRandom(rng, dst[len(dst)-n:])
+		return dst
+	})
+	if errors.Is(err, ErrDuplicateKey) {
+		// Two equal 256-bit draws among millions: about 2^-210. Saying so
+		// beats building a tree with a leaf missing.
+		return nil, fmt.Errorf("ledger: seed %d drew a key twice: %w", seed, err)
 	}
-
-	// Estimates, so the two big slices are allocated once: a 16-way trie of
-	// n random keys has about n/ln(16) (0.36n) inner nodes, every node but the
-	// root costs its parent 32 bytes, and payloads average the middle of
-	// their range.
-	inner := objects*2/5 + 16
-	nodes := objects + inner
-	b := builder{
-		rng:   rng,
-		arena: make([]byte, 0, objects*(leafHeader+(MinPayload+MaxPayload)/2)+inner*innerHeader+nodes*HashSize),
-		index: make([]span, 0, nodes),
-	}
-	root := b.inner(keys, 0)
-	slices.SortFunc(b.index, func(x, y span) int { return compareHash(x.hash, y.hash) })
-	return &Ledger{
-		root:    root,
-		leaves:  objects,
-		size:    int64(len(b.arena)),
-		arena:   b.arena,
-		index:   b.index,
-		buckets: bucketize(b.index),
-	}, nil
-}
-
-// builder lays nodes into one arena, children first, as it names them.
-type builder struct {
-	rng   *rand.Rand
-	arena []byte
-	index []span
-}
-
-// inner builds the inner node at depth whose subtree holds keys (sorted,
-// distinct; at least two unless depth is 0) and returns its hash.
-func (b *builder) inner(keys []Hash, depth int) Hash {
-	var children [16]Hash
-	var bitmap uint16
-	for i := 0; i < len(keys); {
-		branch := nibble(keys[i], depth)
-		j := i + 1
-		for j < len(keys) && nibble(keys[j], depth) == branch {
-			j++
-		}
-		if j-i == 1 {
-			children[branch] = b.leaf(keys[i])
-		} else {
-			// Distinct keys differ within 64 nibbles, so depth+1 stays in range.
-			children[branch] = b.inner(keys[i:j], depth+1)
-		}
-		bitmap |= 1 << branch
-		i = j
-	}
-	off := len(b.arena)
-	b.arena = appendInner(b.arena, bitmap, &children)
-	return b.seal(off)
-}
-
-// leaf builds the leaf for key, drawing its payload, and returns its hash.
-func (b *builder) leaf(key Hash) Hash {
-	off := len(b.arena)
-	n := MinPayload + b.rng.IntN(MaxPayload-MinPayload+1)
-	b.arena = append(b.arena, tagLeaf)
-	b.arena = append(b.arena, key[:]...)
-	b.arena = slices.Grow(b.arena, n)[:len(b.arena)+n]
-	fillRandom(b.rng, b.arena[len(b.arena)-n:])
-	return b.seal(off)
-}
-
-// seal names the node that occupies the arena from off to its end.
-func (b *builder) seal(off int) Hash {
-	end := len(b.arena)
-	h := HashOf(b.arena[off:end])
-	b.index = append(b.index, span{hash: h, off: uint32(off), end: uint32(end)})
-	return h
+	return l, err
 }
 
 // fillRandom fills p with bytes from rng, eight at a time, little-endian so

@@ -1,21 +1,27 @@
 package ledger
 
 import (
-	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 )
 
 // HashSize is the size of a Hash in bytes.
-const HashSize = sha256.Size
+const HashSize = 32
 
-// Hash names a node: the SHA-256 of its serialized bytes. It is also the type
-// of a leaf's key. The zero Hash names no node that Generate produces (finding
-// a preimage for it is infeasible), so it can stand for "no hash".
+// Hash names a node: the SHA512Half of its serialized bytes (see HashOf). It
+// is also the type of a leaf's key. The zero Hash names no node (finding a
+// preimage for it is infeasible); it is the root of an empty map, and stands
+// for "no hash" and for an empty branch of an inner node.
 type Hash [HashSize]byte
 
-// HashOf returns the name of the node whose serialized bytes are data.
+// HashOf returns SHA512Half(data): the first 32 bytes of the plain SHA-512 of
+// data, the XRP Ledger's hash of every node, ledger header and transaction.
+// (It is not SHA-512/256, which starts from other initial values and gives
+// other bytes.) A node's serialized bytes begin with its hash prefix, so the
+// name of a node is the hash of exactly what a peer serves.
 func HashOf(data []byte) Hash {
-	return sha256.Sum256(data)
+	sum := sha512.Sum512(data)
+	return Hash(sum[:HashSize])
 }
 
 // Verify reports whether data is the node named h. A fetcher calls it on every
@@ -34,6 +40,17 @@ func (h Hash) String() string {
 // Hex returns all 32 bytes in lower-case hex.
 func (h Hash) Hex() string {
 	return hex.EncodeToString(h[:])
+}
+
+// ParseHash parses 64 hex digits, in either case, as the XRP Ledger's tools
+// print hashes.
+func ParseHash(s string) (Hash, error) {
+	var h Hash
+	if len(s) != 2*HashSize {
+		return h, hex.ErrLength
+	}
+	_, err := hex.Decode(h[:], []byte(s))
+	return h, err
 }
 
 // compareHash orders hashes as big-endian numbers, which is also the order of

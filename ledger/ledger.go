@@ -1,7 +1,11 @@
-// Package ledger models the data a fetch downloads: a content-addressed tree
-// shaped like the XRP Ledger's state map. Inner nodes have up to 16 children,
-// chosen by successive nibbles of a leaf's 256-bit key; leaves carry payloads;
-// every node is named by the SHA-256 of its serialized bytes (see HashOf).
+// Package ledger models the data a fetch downloads: the XRP Ledger's state
+// map, a content-addressed tree whose inner nodes have up to 16 children,
+// chosen by successive nibbles of a leaf's 256-bit key, and whose leaves hold
+// ledger entries. Every node is named by the SHA512Half of its serialized
+// bytes, hash prefix included (see HashOf and Decode), exactly as rippled
+// names and serves it, so a tree built here from a real ledger's entries has
+// that ledger's account_hash as its root (see Build and Load), and Generate
+// builds synthetic ones of any size under the same rules.
 //
 // A fetcher starts from Root, fetches each node by hash from a peer, checks it
 // with Verify, decodes it with Decode and fetches the children of inner nodes.
@@ -16,17 +20,18 @@ import (
 	"slices"
 )
 
-// Ledger is a generated tree. It is immutable once Generate returns it and
-// safe for concurrent use by any number of goroutines. The zero Ledger is
-// empty: it has no root (Root returns the zero Hash) and Get finds nothing.
+// Ledger is a state map's tree, generated or built from entries. It is
+// immutable once built and safe for concurrent use by any number of
+// goroutines. The zero Ledger is empty: its root is the zero Hash, as an
+// empty map's is, and Get finds nothing.
 type Ledger struct {
 	root   Hash
 	leaves int
 	size   int64
 	// arena holds every node's bytes back to back (children before parents);
 	// index, sorted by hash, says where each node sits in it. Two allocations
-	// instead of one per node keep a 200,000-object ledger at a few tens of
-	// MiB and out of the garbage collector's way.
+	// instead of one per node keep a 200,000-object ledger at some 80 MB
+	// and out of the garbage collector's way.
 	arena []byte
 	index []span
 	// buckets[p] is the first index entry whose hash starts with the
@@ -42,14 +47,15 @@ type span struct {
 	off, end uint32
 }
 
-// Root returns the hash of the root node, which is always an inner node.
+// Root returns the hash of the root node, which is an inner node, or the zero
+// Hash for an empty map.
 func (l *Ledger) Root() Hash { return l.root }
 
 // Len returns the number of nodes, inner and leaves: what a full fetch must
 // download.
 func (l *Ledger) Len() int { return len(l.index) }
 
-// Leaves returns the number of leaves (the objects Generate was asked for).
+// Leaves returns the number of leaves: the map's entries.
 func (l *Ledger) Leaves() int { return l.leaves }
 
 // Size returns the total number of serialized bytes of all nodes.

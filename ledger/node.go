@@ -1,29 +1,42 @@
 package ledger
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/bits"
 )
 
-// Serialized node layout. The first byte is a type tag and is hashed along
-// with the rest, so the bytes of a leaf can never also decode as an inner node
-// (or the other way round) under the same hash.
+// Serialized node layout: the XRP Ledger's state map, as rippled stores a
+// node and serves it by hash, the hash prefix first:
 //
-//	inner: 'I' | bitmap uint16 big-endian | one 32-byte child hash per set bit, lowest branch first
-//	leaf:  'L' | key [32]byte | payload (any length, to the end)
-const (
-	tagInner = 'I'
-	tagLeaf  = 'L'
+//	inner: "MIN\x00" | 16 child hashes of 32 bytes, branch 0 first, zero for an empty branch
+//	leaf:  "MLN\x00" | entry data (any length) | key [32]byte
+//
+// The node's name is the SHA512Half of exactly these bytes, so Verify is one
+// hash of what a peer sent. The prefix keeps the two kinds apart: the bytes of
+// a leaf can never also decode as an inner node under the same hash. An inner
+// node always hashes all 516 bytes, empty branches included; a leaf puts its
+// key after the data.
+var (
+	prefixInner  = [4]byte{'M', 'I', 'N', 0} // 4D 49 4E 00
+	prefixLeaf   = [4]byte{'M', 'L', 'N', 0} // 4D 4C 4E 00
+	prefixLedger = [4]byte{'L', 'W', 'R', 0} // 4C 57 52 00: a ledger header (see Header.Hash)
+)
 
-	innerHeader = 1 + 2
-	leafHeader  = 1 + HashSize
+const (
+	prefixSize = 4
+
+	// InnerSize is the size of every serialized inner node: the prefix and
+	// 16 hashes.
+	InnerSize = prefixSize + 16*HashSize
+
+	// leafOverhead is what a leaf adds to its entry: the prefix and the key.
+	leafOverhead = prefixSize + HashSize
 
 	// MaxNodeSize bounds the serialized size of any node Generate produces
-	// (a leaf with the largest payload; a full inner node is 515 bytes).
-	// Hosts can use it to size buffers and frame limits.
-	MaxNodeSize = leafHeader + MaxPayload
+	// (a leaf with the largest entry). Hosts can use it to size buffers and
+	// frame limits. Loaded ledgers may hold larger entries: Load does not
+	// limit them.
+	MaxNodeSize = leafOverhead + MaxPayload
 )
 
 // Kind says whether a node is an inner node or a leaf.
@@ -60,9 +73,10 @@ type Node struct {
 	// len(Children) is the number of bits set in Branches.
 	Children []Hash
 
-	// Key is the leaf's 256-bit key.
+	// Key is the leaf's 256-bit key (its ledger entry's index).
 	Key Hash
-	// Payload is the leaf's content. It aliases the slice given to Decode.
+	// Payload is the leaf's entry: its canonical binary. It aliases the
+	// slice given to Decode.
 	Payload []byte
 }
 
@@ -71,45 +85,58 @@ type Node struct {
 // input that is not exactly a node's layout returns an error wrapping
 // ErrMalformed. The returned Payload aliases data; Children is a fresh slice.
 func Decode(data []byte) (Node, error) {
-	if len(data) == 0 {
-		return Node{}, fmt.Errorf("%w: empty", ErrMalformed)
+	if len(data) < prefixSize {
+		return Node{}, fmt.Errorf("%w: %d bytes", ErrMalformed, len(data))
 	}
-	switch data[0] {
-	case tagInner:
-		if len(data) < innerHeader {
-			return Node{}, fmt.Errorf("%w: inner node of %d bytes", ErrMalformed, len(data))
+	switch [4]byte(data[:prefixSize]) {
+	case prefixInner:
+		if len(data) != InnerSize {
+			return Node{}, fmt.Errorf("%w: inner node of %d bytes, want %d", ErrMalformed, len(data), InnerSize)
 		}
-		bitmap := binary.BigEndian.Uint16(data[1:3])
-		if bitmap == 0 {
+		var bitmap uint16
+		n := 0
+		for b := range 16 {
+			if Hash(data[prefixSize+b*HashSize:]) != (Hash{}) {
+				bitmap |= 1 << b
+				n++
+			}
+		}
+		if n == 0 {
+			// Only an empty map has no children, and its root is the zero
+			// hash, not a node.
 			return Node{}, fmt.Errorf("%w: inner node without children", ErrMalformed)
 		}
-		n := bits.OnesCount16(bitmap)
-		if len(data) != innerHeader+n*HashSize {
-			return Node{}, fmt.Errorf("%w: inner node with %d children has %d bytes", ErrMalformed, n, len(data))
-		}
-		children := make([]Hash, n)
-		for i := range children {
-			copy(children[i][:], data[innerHeader+i*HashSize:])
+		children := make([]Hash, 0, n)
+		for b := range 16 {
+			if bitmap&(1<<b) != 0 {
+				children = append(children, Hash(data[prefixSize+b*HashSize:]))
+			}
 		}
 		return Node{Kind: Inner, Branches: bitmap, Children: children}, nil
-	case tagLeaf:
-		if len(data) < leafHeader {
+	case prefixLeaf:
+		if len(data) < leafOverhead {
 			return Node{}, fmt.Errorf("%w: leaf of %d bytes", ErrMalformed, len(data))
 		}
-		return Node{Kind: Leaf, Key: Hash(data[1:leafHeader]), Payload: data[leafHeader:]}, nil
+		end := len(data) - HashSize
+		return Node{Kind: Leaf, Key: Hash(data[end:]), Payload: data[prefixSize:end:end]}, nil
 	}
-	return Node{}, fmt.Errorf("%w: unknown tag %#x", ErrMalformed, data[0])
+	return Node{}, fmt.Errorf("%w: unknown prefix %x", ErrMalformed, data[:prefixSize])
 }
 
-// appendInner appends the serialized inner node with the given children
-// (indexed by branch; only those with their bit set in bitmap are written).
-func appendInner(dst []byte, bitmap uint16, children *[16]Hash) []byte {
-	dst = append(dst, tagInner)
-	dst = binary.BigEndian.AppendUint16(dst, bitmap)
+// appendInner appends the serialized inner node whose children are indexed
+// by branch, the zero Hash on an empty branch.
+func appendInner(dst []byte, children *[16]Hash) []byte {
+	dst = append(dst, prefixInner[:]...)
 	for b := range children {
-		if bitmap&(1<<b) != 0 {
-			dst = append(dst, children[b][:]...)
-		}
+		dst = append(dst, children[b][:]...)
 	}
 	return dst
+}
+
+// appendLeaf appends the serialized leaf for an entry with the given key and
+// data.
+func appendLeaf(dst []byte, key Hash, data []byte) []byte {
+	dst = append(dst, prefixLeaf[:]...)
+	dst = append(dst, data...)
+	return append(dst, key[:]...)
 }

@@ -11,7 +11,8 @@ import (
 // with its receiver, the peer it was sent to and when; and each
 // notification, until the peer has had time to digest it. Every one has its
 // deadline in the same slot as its record (a timeouts.Slab), so a pending
-// request costs one 56-byte slot, and its ID is the slot's handle.
+// request costs one 56-byte slot, and its ID is the slot's handle (unless
+// the IDs are limited to a range: see SetIDRange).
 //
 // The table hands out request IDs and decides, for each event that can end
 // a request (a response, its deadline, its peer's disconnect, a shutdown, a
@@ -30,8 +31,9 @@ type Table struct {
 	slab    timeouts.Slab[entry]
 	owners  []owner           // per peer slot: the connected peer's identity and its messages
 	n       int               // requests outstanding
-	early   map[RequestID]any // responses held back while their request is sent
+	early   map[RequestID]any // responses held back while their request is sent, by handle
 	visited int               // entries FailPeer has looked at, ever
+	ids     *idSpace          // nil: a request's ID is its slot's handle
 }
 
 type state uint8
@@ -87,6 +89,28 @@ type Finished struct {
 // Answered reports whether the request ended with a response.
 func (f *Finished) Answered() bool { return f.Reason == 0 && !f.Notification }
 
+// SetIDRange makes the table issue request IDs from r instead of its slots'
+// 64-bit handles (see IDRange), or from all 64 bits again for the zero
+// IDRange. r must be valid (see IDRange.Validate), and the caller must keep
+// the requests outstanding fewer than r.Size(). Call it before the first Add.
+func (t *Table) SetIDRange(r IDRange) {
+	t.ids = nil
+	if !r.IsZero() {
+		t.ids = newIDSpace(r)
+	}
+}
+
+// handle returns the slot handle of the request id names, or 0 if no slot
+// remembers it. Every method that takes an ID starts here; internally the
+// table deals in handles.
+func (t *Table) handle(id RequestID) timeouts.Handle {
+	if t.ids == nil {
+		return timeouts.Handle(id)
+	}
+	h, _ := t.ids.handle(id)
+	return h
+}
+
 // Register records that the peer ref, named id, is connected, so responses
 // from it can be checked against the requests sent to it.
 func (t *Table) Register(ref peer.Ref, id peer.ID) {
@@ -109,7 +133,11 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration) Reques
 	e.receiver, e.state, e.held = r, stateSending, 0
 	t.link(e, h.Slot(), ref)
 	t.n++
-	return RequestID(h)
+	if t.ids == nil {
+		return RequestID(h)
+	}
+	t.ids.forget(h.Slot())
+	return RequestID(t.ids.issue(h, func(old timeouts.Handle) bool { return t.slab.Get(old) != nil }))
 }
 
 // Notify records a notification sent to the peer ref at now, which keeps a
@@ -124,6 +152,9 @@ func (t *Table) Notify(ref peer.Ref, now, digest time.Duration) {
 	h, e := t.slab.AllocArmed(now, digest)
 	e.receiver, e.state, e.held = nil, stateDigesting, 0
 	t.link(e, h.Slot(), ref)
+	if t.ids != nil {
+		t.ids.forget(h.Slot())
+	}
 }
 
 // Next reports the earliest deadline of any message. ok is false if there
@@ -133,7 +164,8 @@ func (t *Table) Next() (deadline time.Duration, ok bool) { return t.slab.Next() 
 // Sent records that the host accepted the request. If an event ended the
 // request while it was being sent, Sent finishes it now and returns it.
 func (t *Table) Sent(id RequestID) (f Finished, ended bool) {
-	e := t.slab.Get(timeouts.Handle(id))
+	h := t.handle(id)
+	e := t.slab.Get(h)
 	if e == nil || e.state != stateSending {
 		return Finished{}, false
 	}
@@ -145,22 +177,23 @@ func (t *Table) Sent(id RequestID) (f Finished, ended bool) {
 	var response any
 	if reason == heldResponse {
 		reason = 0
-		response = t.early[id]
-		delete(t.early, id)
+		response = t.early[RequestID(h)]
+		delete(t.early, RequestID(h))
 	}
-	return t.finish(id, e, reason, response), true
+	return t.finish(h, e, reason, response), true
 }
 
 // Unsend forgets a request whose send failed and returns it (with Receiver
 // nil: nothing is to be called). The caller reopens its channel.
 func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
-	e := t.slab.Get(timeouts.Handle(id))
+	h := t.handle(id)
+	e := t.slab.Get(h)
 	if e == nil || e.state != stateSending {
 		return Finished{}, false
 	}
-	delete(t.early, id)
+	delete(t.early, RequestID(h))
 	e.receiver = nil
-	f = t.finish(id, e, 0, nil)
+	f = t.finish(h, e, 0, nil)
 	e.lastEnd = unsent // e still points at the slot's record
 	return f, true
 }
@@ -172,8 +205,12 @@ func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
 // dropped, changing nothing: ErrUnknownRequest, ErrWrongPeer,
 // ErrDuplicateResponse or ErrLateResponse.
 func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
-	e := t.slab.Get(timeouts.Handle(id))
+	h := t.handle(id)
+	e := t.slab.Get(h)
 	if e == nil {
+		if t.ids != nil {
+			return Finished{}, false, t.strayInRange(id, h)
+		}
 		return Finished{}, false, t.stray(id)
 	}
 	// A request whose outcome is held back while it is sent has ended: it
@@ -193,10 +230,10 @@ func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, e
 		if t.early == nil {
 			t.early = make(map[RequestID]any)
 		}
-		t.early[id] = response
+		t.early[RequestID(h)] = response
 		return Finished{}, false, nil
 	}
-	return t.finish(id, e, 0, response), true, nil
+	return t.finish(h, e, 0, response), true, nil
 }
 
 // stray says why a response to id, which names no outstanding message, is
@@ -223,6 +260,23 @@ func (t *Table) stray(id RequestID) error {
 	return ErrUnknownRequest
 }
 
+// strayInRange says why a response to id, an ID from the table's range that
+// names no outstanding message, is dropped. h is the handle of its request
+// if a slot still remembers it (0 if not): the slot is free, and remembers
+// how that request ended. An ID no slot remembers is late if the cursor has
+// issued it (its slot has served another message since), unknown if not.
+func (t *Table) strayInRange(id RequestID, h timeouts.Handle) error {
+	if h != 0 {
+		if e, _, _ := t.slab.Slot(h); e != nil {
+			return strayResponseError(e.lastEnd)
+		}
+	}
+	if t.ids.issued(id) {
+		return ErrLateResponse
+	}
+	return ErrUnknownRequest
+}
+
 // Expire ends the messages whose deadlines are at or before now, one per
 // call, earliest first, until it reports false: a pending request fails with
 // Timeout, and a notification is done being digested (f.Notification). A
@@ -240,7 +294,7 @@ func (t *Table) Expire(now time.Duration) (f Finished, ok bool) {
 			}
 			continue
 		}
-		return t.finish(RequestID(h), e, Timeout, nil), true
+		return t.finish(h, e, Timeout, nil), true
 	}
 }
 
@@ -265,9 +319,9 @@ func (t *Table) FailPeer(ref peer.Ref, dst []Finished) []Finished {
 			}
 			t.slab.Disarm(h)
 		case stateDigesting:
-			t.finish(RequestID(h), e, 0, nil)
+			t.finish(h, e, 0, nil)
 		default:
-			dst = append(dst, t.finish(RequestID(h), e, Disconnected, nil))
+			dst = append(dst, t.finish(h, e, Disconnected, nil))
 		}
 		s = next
 	}
@@ -289,7 +343,7 @@ func (t *Table) FailAll(dst []Finished) []Finished {
 			}
 			t.slab.Disarm(h)
 		default:
-			dst = append(dst, t.finish(RequestID(h), e, Shutdown, nil))
+			dst = append(dst, t.finish(h, e, Shutdown, nil))
 		}
 	}
 	return dst
@@ -300,7 +354,7 @@ func (t *Table) FailAll(dst []Finished) []Finished {
 // its response or deadline comes. ok is false if the request is no longer
 // outstanding or was already withdrawn.
 func (t *Table) Withdraw(id RequestID) bool {
-	e := t.slab.Get(timeouts.Handle(id))
+	e := t.slab.Get(t.handle(id))
 	if e == nil || e.state == stateDigesting || e.receiver == nil {
 		return false
 	}
@@ -316,8 +370,8 @@ func (t *Table) Visited() int { return t.visited }
 // Len returns the number of outstanding requests, withdrawn ones included.
 func (t *Table) Len() int { return t.n }
 
-// finish ends the message id, whose record is e, and frees its slot.
-func (t *Table) finish(id RequestID, e *entry, reason Reason, response any) Finished {
+// finish ends the message in h's slot, whose record is e, and frees the slot.
+func (t *Table) finish(h timeouts.Handle, e *entry, reason Reason, response any) Finished {
 	f := Finished{
 		Receiver: e.receiver,
 		Peer:     t.peerRef(e),
@@ -329,7 +383,10 @@ func (t *Table) finish(id RequestID, e *entry, reason Reason, response any) Fini
 	if e.state == stateDigesting {
 		f.Reason, f.Notification, end = 0, true, unsent
 	} else {
-		f.ID = id
+		f.ID = RequestID(h)
+		if t.ids != nil {
+			f.ID = t.ids.id(h)
+		}
 		t.n--
 		if end == 0 {
 			end = heldResponse
@@ -340,7 +397,7 @@ func (t *Table) finish(id RequestID, e *entry, reason Reason, response any) Fini
 	}
 	// Field by field for the reason given in Add.
 	e.receiver, e.state, e.held, e.lastEnd = nil, stateFree, e.lastEnd, end // held: how the request before ended
-	f.SentAt, _ = t.slab.Free(timeouts.Handle(id))
+	f.SentAt, _ = t.slab.Free(h)
 	return f
 }
 

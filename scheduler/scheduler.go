@@ -88,6 +88,12 @@ type Config struct {
 	// documentation). Simulations on a mock clock set it so that a run
 	// replays exactly.
 	InlineCallbacks bool
+	// RequestIDs, if not zero, is the range request IDs are drawn from, for
+	// a host whose wire field is narrower than 64 bits (see
+	// receiver.IDRange; the cursor goes round it in order, never issuing an
+	// outstanding ID). MaxRequests must not exceed its size; 0 then means
+	// the smaller of DefaultMaxRequests and the size.
+	RequestIDs receiver.IDRange
 }
 
 // Scheduler is the message scheduler. Create one with New; the zero value is
@@ -160,9 +166,13 @@ const (
 )
 
 // New returns a running Scheduler. It fails with ErrBadConfig for negative
-// caps or a MaxRequests above MaxRequestsLimit.
+// caps, a MaxRequests above MaxRequestsLimit, or a bad RequestIDs range or
+// one smaller than MaxRequests.
 func New(cfg Config) (*Scheduler, error) {
+	maxRequests, idErr := requestIDConfig(cfg)
 	switch {
+	case idErr != nil:
+		return nil, idErr
 	case cfg.MaxSenders < 0, cfg.MaxRequests < 0, cfg.MaxOfferChannels < 0:
 		return nil, fmt.Errorf("%w: caps must not be negative", ErrBadConfig)
 	case cfg.MaxRequests > MaxRequestsLimit:
@@ -172,7 +182,7 @@ func New(cfg Config) (*Scheduler, error) {
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
 		maxSenders:  cfg.MaxSenders,
-		maxRequests: cfg.MaxRequests,
+		maxRequests: maxRequests,
 		maxOffer:    cfg.MaxOfferChannels,
 		inline:      cfg.InlineCallbacks,
 		quiet:       make(chan struct{}),
@@ -189,6 +199,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if s.maxRequests == 0 {
 		s.maxRequests = DefaultMaxRequests
 	}
+	s.table.SetIDRange(cfg.RequestIDs)
 	s.epoch = s.clock.Now()
 	s.offersMu.Init("offers", rankOffers)
 	s.requestsMu.Init("requests", rankRequests)

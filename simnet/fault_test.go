@@ -139,7 +139,7 @@ func TestFaultCorrupt(t *testing.T) {
 		resp := r.msg.(ledger.Objects)
 		bad := 0
 		for j, it := range resp.Items {
-			if it.Hash != reqs[i].Hashes[j] || it.Missing {
+			if it.Hash != reqs[i].Hashes[j] {
 				t.Fatalf("item %d of %d changed its hash or presence", j, i)
 			}
 			if !ledger.Verify(it.Hash, it.Data) {
@@ -172,10 +172,8 @@ func TestFaultCorruptNothingPresent(t *testing.T) {
 		if len(recs) != 1 {
 			t.Fatalf("got %v", recs)
 		}
-		for _, it := range recs[0].msg.(ledger.Objects).Items {
-			if !it.Missing {
-				t.Errorf("item %+v", it)
-			}
+		if items := recs[0].msg.(ledger.Objects).Items; len(items) != 0 {
+			t.Errorf("items %+v, want every one left out", items)
 		}
 		if st := p.Stats(); st.Faults[Corrupt] != 0 {
 			t.Errorf("counted a corruption of nothing: %+v", st)
@@ -277,9 +275,7 @@ func transcript(t *testing.T, seed uint64) (lines []string, seen map[string]int)
 				seen["wrong type"]++
 			case ledger.Objects:
 				for _, it := range m.Items {
-					if it.Missing {
-						seen["missing"]++
-					} else if !ledger.Verify(it.Hash, it.Data) {
+					if !ledger.Verify(it.Hash, it.Data) {
 						seen["corrupt"]++
 					}
 				}
@@ -287,6 +283,7 @@ func transcript(t *testing.T, seed uint64) (lines []string, seen map[string]int)
 		}
 		for _, p := range peers {
 			lines = append(lines, fmt.Sprintf("%s %+v", p.ID(), p.Stats()))
+			seen["missing"] += p.Stats().Missing
 		}
 	})
 	return lines, seen

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
@@ -177,16 +178,20 @@ func TestBandwidthSerializes(t *testing.T) {
 		const bw = 1_000_000 // bytes per second: one microsecond per byte
 		p := h.addPeer("a", Profile{Latency: Fixed(10 * ms), Bandwidth: bw})
 		// Three responses queue on the link in send order; each occupies
-		// it for its wire size (frame header, count, and per object the
-		// hash, a flag, a length and the bytes).
+		// it for its wire size: the 6-byte frame header and the
+		// TMGetObjectByHash reply, whose type, query flag and seq (below
+		// 128) take two bytes each, and each object a tag and a length
+		// around its hash (tag, length, 32 bytes) and its data (tag,
+		// length, bytes).
 		var want []time.Duration
 		linkFree := 10 * ms
 		for id := uint64(1); id <= 3; id++ {
 			req := h.send(p, id, int(id))
-			size := 13 + 4
+			size := 6 + 2 + 2 + 2
 			for _, hh := range req.Hashes {
 				data, _ := testLedger.Get(hh)
-				size += 32 + 1 + 4 + len(data)
+				obj := 2 + 32 + 1 + protowire.SizeVarint(uint64(len(data))) + len(data)
+				size += 1 + protowire.SizeVarint(uint64(obj)) + obj
 			}
 			linkFree += time.Duration(size) * time.Microsecond
 			want = append(want, linkFree)
@@ -195,13 +200,14 @@ func TestBandwidthSerializes(t *testing.T) {
 		if got := delays(t, h.records()); !slices.Equal(got, want) {
 			t.Fatalf("arrivals %v, want %v", got, want)
 		}
-		// Once the link is idle, a response waits only for itself.
+		// Once the link is idle, a response waits only for itself: an
+		// empty reply is its header and three two-byte fields.
 		h.send(p, 4, 0)
 		start := h.now()
 		h.advance(time.Second)
 		got := delays(t, h.records())
-		if len(got) != 1 || got[0] != start+10*ms+17*time.Microsecond {
-			t.Fatalf("arrival %v, want %v", got, start+10*ms+17*time.Microsecond)
+		if want := start + 10*ms + 12*time.Microsecond; len(got) != 1 || got[0] != want {
+			t.Fatalf("arrival %v, want %v", got, want)
 		}
 	})
 }
@@ -385,16 +391,13 @@ func TestMissing(t *testing.T) {
 		if len(recs) != 2 {
 			t.Fatalf("got %v", recs)
 		}
-		for i, it := range recs[0].msg.(ledger.Objects).Items {
-			if !it.Missing || it.Data != nil || it.Hash != req.Hashes[i] {
-				t.Errorf("item %d: %+v, want missing", i, it)
-			}
+		if items := recs[0].msg.(ledger.Objects).Items; len(items) != 0 {
+			t.Errorf("items %+v, want all %d left out", items, len(req.Hashes))
 		}
-		missing := 0
-		for _, it := range recs[1].msg.(ledger.Objects).Items {
-			if it.Missing {
-				missing++
-			} else if !ledger.Verify(it.Hash, it.Data) {
+		items := recs[1].msg.(ledger.Objects).Items
+		missing := 200 - len(items)
+		for _, it := range items {
+			if !ledger.Verify(it.Hash, it.Data) {
 				t.Errorf("present item %s does not verify", it.Hash)
 			}
 		}

@@ -107,13 +107,9 @@ func TestServiceOverflowRejects(t *testing.T) {
 			got = append(got, fmt.Sprintf("%d@%v", r.id, r.at))
 			resp := r.msg.(ledger.Objects)
 			if r.id == 3 || r.id == 4 {
-				// Rejected: every object missing, after the latency alone.
-				for i, it := range resp.Items {
-					if !it.Missing || it.Data != nil || it.Hash != reqs[r.id].Hashes[i] {
-						t.Errorf("rejection %d item %d: %+v", r.id, i, it)
-					}
-				}
-				if len(resp.Items) != 3 {
+				// Rejected: every object missing (left out of the reply),
+				// after the latency alone.
+				if len(resp.Items) != 0 {
 					t.Errorf("rejection %d has %d items", r.id, len(resp.Items))
 				}
 			} else {

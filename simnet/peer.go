@@ -132,7 +132,7 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 	resp := p.answerLocked(req)
 	ready := now
 	if p.service != nil {
-		ready = p.serveLocked(now, req, resp, slow)
+		ready = p.serveLocked(now, id, req, resp, slow)
 	}
 
 	if faulty && fault == Ignore {
@@ -140,11 +140,10 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 		return
 	}
 	var msg any = resp
-	size := wire.HeaderSize + wire.ObjectsSize(resp)
 	if faulty && fault == WrongType {
 		msg = req
-		size = wire.HeaderSize + wire.GetObjectsSize(req)
 	}
+	size := wire.MessageSize(id, msg)
 	at, free := transmit(ready.Add(latency), p.linkFree, size, p.prof.Bandwidth)
 	p.linkFree = free
 
@@ -181,8 +180,8 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 // queue, records its queueing delay, and returns when its answer is ready
 // to leave. Every request the queue admits takes a worker, including one
 // the peer will then ignore. The caller holds p.net.mu.
-func (p *Peer) serveLocked(now time.Time, req ledger.GetObjects, resp ledger.Objects, slow float64) time.Time {
-	size := wire.HeaderSize + wire.ObjectsSize(resp)
+func (p *Peer) serveLocked(now time.Time, id uint64, req ledger.GetObjects, resp ledger.Objects, slow float64) time.Time {
+	size := wire.MessageSize(id, resp)
 	d := scale(serviceTime(p.prof.Service, len(req.Hashes), size), slow)
 	start, end := p.service.serve(now, d)
 	wait := start.Sub(now)
@@ -201,30 +200,30 @@ func (p *Peer) overflowLocked(now time.Time, id uint64, req ledger.GetObjects, s
 		return
 	}
 	latency := scale(p.prof.Latency.Sample(p.traffic), slow)
-	resp := ledger.Objects{Items: make([]ledger.Object, len(req.Hashes))}
-	for i, h := range req.Hashes {
-		resp.Items[i] = ledger.Object{Hash: h, Missing: true}
-	}
-	at, free := transmit(now.Add(latency), p.linkFree, wire.HeaderSize+wire.ObjectsSize(resp), p.prof.Bandwidth)
+	// Every object is missing, so the reply leaves them all out, as rippled
+	// leaves out what it lacks.
+	resp := ledger.Objects{}
+	at, free := transmit(now.Add(latency), p.linkFree, wire.MessageSize(id, resp), p.prof.Bandwidth)
 	p.linkFree = free
 	p.pushAnswerLocked(at, id, resp)
 }
 
 // answerLocked builds the honest answer to req, except that with probability
-// Profile.Missing each object is reported missing. The caller holds p.net.mu.
+// Profile.Missing each object is missing, and left out as rippled leaves out
+// what it lacks. The caller holds p.net.mu.
 func (p *Peer) answerLocked(req ledger.GetObjects) ledger.Objects {
 	resp := p.net.ledger.Answer(req)
+	p.stats.Missing += len(req.Hashes) - len(resp.Items)
 	if p.prof.Missing > 0 {
-		for i := range resp.Items {
+		kept := resp.Items[:0]
+		for _, it := range resp.Items {
 			if p.traffic.Float64() < p.prof.Missing {
-				resp.Items[i] = ledger.Object{Hash: resp.Items[i].Hash, Missing: true}
+				p.stats.Missing++
+				continue
 			}
+			kept = append(kept, it)
 		}
-	}
-	for _, it := range resp.Items {
-		if it.Missing {
-			p.stats.Missing++
-		}
+		resp.Items = kept
 	}
 	return resp
 }
@@ -244,12 +243,12 @@ func (p *Peer) expLocked(mean time.Duration) time.Duration {
 	return min(max(d, 1), MaxLatency)
 }
 
-// corrupt returns a copy of resp in which one present object, chosen with r,
-// has one byte flipped; false if no object is present.
+// corrupt returns a copy of resp in which one object, chosen with r, has one
+// byte flipped; false if no object has a byte.
 func corrupt(resp ledger.Objects, r *rand.Rand) (ledger.Objects, bool) {
 	var present []int
 	for i, it := range resp.Items {
-		if !it.Missing && len(it.Data) > 0 {
+		if len(it.Data) > 0 {
 			present = append(present, i)
 		}
 	}

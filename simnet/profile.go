@@ -27,8 +27,8 @@ type Profile struct {
 	Loss float64
 
 	// Bandwidth caps the peer's uplink, in bytes per second; 0 is unlimited.
-	// A response occupies the link for its wire size (wire.HeaderSize +
-	// wire.ObjectsSize) divided by Bandwidth, one response at a time in the
+	// A response occupies the link for its wire size (wire.MessageSize)
+	// divided by Bandwidth, one response at a time in the
 	// order the requests were sent, and arrives when its transmission ends.
 	Bandwidth int64
 
@@ -49,7 +49,7 @@ type Profile struct {
 	RandomOutages *RandomOutages
 
 	// Missing is the probability, in [0, 1], that the peer lacks each
-	// requested object and answers it as Missing. This is honest behaviour
+	// requested object and leaves it out of its answer. This is honest behaviour
 	// (a peer that does not have everything), not a fault.
 	Missing float64
 

@@ -41,7 +41,7 @@ type Service struct {
 	// PerObject is the service time each requested object adds, >= 0.
 	PerObject time.Duration
 	// BytesPerSecond, if positive, adds the time to produce the answer's
-	// wire size (wire.HeaderSize + wire.ObjectsSize) at this rate, per
+	// wire size (wire.MessageSize) at this rate, per
 	// worker; 0 adds nothing.
 	BytesPerSecond int64
 	// QueueLimit is the most requests that may wait for a worker; 0 means

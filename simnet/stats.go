@@ -8,7 +8,7 @@ type Stats struct {
 	Notifications int // notifications (request ID 0) Send accepted and ignored
 	Refused       int // Sends that failed: peer down or unsupported message
 	Lost          int // requests dropped by Profile.Loss
-	Missing       int // objects answered as missing
+	Missing       int // requested objects left out of answers
 
 	Faults FaultCounts // requests that got each fault
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/simnet"
+	"github.com/peersched/peersched/wire"
 )
 
 // Behaviour is how a Server answers requests. It borrows the vocabulary of
@@ -17,13 +18,15 @@ type Behaviour struct {
 	Latency simnet.Latency
 	// Loss is the probability that a request is never answered.
 	Loss float64
-	// Missing is the probability that each object is answered as missing.
+	// Missing is the probability that the server lacks each object asked
+	// for, and leaves it out of its reply as rippled does.
 	Missing float64
 	// Faults gives each fault's probability per request, as in
-	// simnet.Profile, with one difference: WrongID answers under the ID
-	// next below the request's (the neighbouring slot of the scheduler's
-	// request table), which over TCP most likely names another peer's
-	// request, so it shows up as a spoofed response.
+	// simnet.Profile, with two differences: WrongID answers under the ID
+	// next below the request's (the scheduler issues IDs in order, so that
+	// is the request sent just before, most likely to another peer, and it
+	// shows up as a spoofed response), and UnknownID under an ID below
+	// 2^24, which RequestIDs never issues.
 	Faults simnet.FaultRates
 	// LateBy is how much later a Late answer comes; 0 means DefaultLateBy.
 	LateBy time.Duration
@@ -64,12 +67,15 @@ func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, id uint64,
 	delay := b.Latency.Sample(r)
 	resp := l.Answer(req)
 	if b.Missing > 0 {
-		for i := range resp.Items {
-			if r.Float64() < b.Missing {
-				resp.Items[i] = ledger.Object{Hash: resp.Items[i].Hash, Missing: true}
+		kept := resp.Items[:0]
+		for _, it := range resp.Items {
+			if r.Float64() >= b.Missing {
+				kept = append(kept, it)
 			}
 		}
+		resp.Items = kept
 	}
+	resp = fitReply(resp, wire.DefaultMaxFrame)
 	if !faulty {
 		return append(dst, reply{delay, id, resp})
 	}
@@ -79,7 +85,7 @@ func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, id uint64,
 	case simnet.WrongID:
 		return append(dst, reply{delay, neighbour(id), resp})
 	case simnet.UnknownID:
-		return append(dst, reply{delay, 1<<63 | r.Uint64(), resp})
+		return append(dst, reply{delay, 1 + r.Uint64N(requestIDsFrom-1), resp})
 	case simnet.WrongType:
 		return append(dst, reply{delay, id, req})
 	case simnet.Late:
@@ -108,14 +114,32 @@ func pickFault(rates *simnet.FaultRates, u float64) (simnet.Fault, bool) {
 	return 0, false
 }
 
-// neighbour returns the ID next below id, or next above if id is the lowest
-// of its generation (the scheduler's IDs keep a slot number, counted from 1,
-// in their low 32 bits).
+// neighbour returns the ID next below id, or next above if id is the first
+// of RequestIDs.
 func neighbour(id uint64) uint64 {
-	if uint32(id) > 1 {
+	if id > requestIDsFrom {
 		return id - 1
 	}
 	return id + 1
+}
+
+// fitReply returns resp with the objects that would take its encoding past
+// maxPayload bytes left out, as objects the server lacks are: the client
+// asks for them again. A request for thousands of the largest entries would
+// otherwise make a frame its peer refuses.
+func fitReply(resp ledger.Objects, maxPayload int) ledger.Objects {
+	// A reply's fields other than its objects take 12 bytes at most; an
+	// object takes its data and at most 48 bytes around it (tags, lengths,
+	// the hash).
+	size := 12
+	for i, it := range resp.Items {
+		size += len(it.Data) + 48
+		if size > maxPayload {
+			resp.Items = resp.Items[:i]
+			break
+		}
+	}
+	return resp
 }
 
 // corrupt returns resp with one present object's bytes altered in a copy (the
@@ -124,7 +148,7 @@ func neighbour(id uint64) uint64 {
 func corrupt(resp ledger.Objects, r *rand.Rand) ledger.Objects {
 	var present []int
 	for i, it := range resp.Items {
-		if !it.Missing && len(it.Data) > 0 {
+		if len(it.Data) > 0 {
 			present = append(present, i)
 		}
 	}

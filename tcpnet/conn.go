@@ -106,7 +106,8 @@ func (c *Conn) ID() peer.ID { return c.id }
 // Send encodes message (a ledger.GetObjects, or whatever wire.AppendMessage
 // accepts) under requestID and queues it for the writer. It never blocks. It
 // fails, queuing nothing, with ErrClosed, ErrQueueFull, or the encoder's
-// error (wire.ErrUnknownType for a message it cannot encode). A message that
+// error: wire.ErrUnknownType for a message it cannot encode, wire.ErrIDRange
+// for an ID above 32 bits (give the scheduler RequestIDs()). A message that
 // was queued may still be lost if the connection ends before it is written;
 // the host learns of that through Disconnect.
 func (c *Conn) Send(requestID uint64, message any) error {
@@ -201,20 +202,20 @@ func (c *Conn) read() {
 			c.fail(fmt.Errorf("read from %q: %w", c.id, err))
 			return
 		}
-		msg, err := wire.DecodeMessage(f, c.maxItems)
+		id, msg, err := wire.DecodeMessage(f, c.maxItems)
 		if err != nil {
 			c.fail(fmt.Errorf("bad %v frame from %q: %w", f.Type, c.id, err))
 			return
 		}
 		switch msg.(type) {
 		case wire.Ping:
-			pong, _ := wire.AppendMessage(nil, f.ID, wire.Pong{})
+			pong, _ := wire.AppendMessage(nil, id, wire.Pong{})
 			_ = c.enqueue(pong) // a full queue drops the pong: the peer asks again
 		case wire.Pong:
 		default:
 			// Whatever came under a request ID goes to the Host, which
 			// checks the ID, the sender and (the fetch does) the type.
-			_ = c.host.Deliver(c.id, receiver.RequestID(f.ID), msg)
+			_ = c.host.Deliver(c.id, receiver.RequestID(id), msg)
 		}
 	}
 }

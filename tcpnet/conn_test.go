@@ -16,26 +16,31 @@ import (
 // from the peer closes the connection and disconnects the peer from the
 // host, once, with an error that says which.
 func TestBadFramesCloseAndDisconnect(t *testing.T) {
-	header := func(length uint32, typ byte) []byte {
-		b := binary.BigEndian.AppendUint32(nil, length)
-		b = append(b, typ)
-		return binary.BigEndian.AppendUint64(b, 7)
+	header := func(sizeWord uint32, typ uint16) []byte {
+		b := binary.BigEndian.AppendUint32(nil, sizeWord)
+		return binary.BigEndian.AppendUint16(b, typ)
 	}
-	objects := func(payload []byte) []byte {
-		return append(header(uint32(wire.MinLength+len(payload)), byte(wire.TypeObjects)), payload...)
+	getObjects := func(payload []byte) []byte {
+		return append(header(uint32(len(payload)), uint16(wire.TypeGetObjects)), payload...)
+	}
+	// A reply of 100 empty objects: type, query, then 100 times field 6.
+	many := []byte{0x08, 0x04, 0x10, 0x00}
+	for range 100 {
+		many = append(many, 0x32, 0x00)
 	}
 	for _, c := range []struct {
 		name  string
 		bytes []byte
 		want  error
 	}{
-		{"length below the minimum", header(3, byte(wire.TypeObjects))[:5], wire.ErrMalformed},
-		{"length above the cap", header(1<<20, byte(wire.TypeObjects)), wire.ErrOversized},
-		{"unknown type", header(wire.MinLength, 99), wire.ErrUnknownType},
-		{"payload that does not parse", objects([]byte{0, 0, 0, 1, 1, 2, 3}), wire.ErrMalformed},
-		{"ping with a payload", append(header(wire.MinLength+1, byte(wire.TypePing)), 0), wire.ErrMalformed},
-		{"too many items", objects(binary.BigEndian.AppendUint32(nil, 100)), wire.ErrOversized},
-		{"stream cut inside a frame", header(wire.MinLength+10, byte(wire.TypeObjects))[:9], io.ErrUnexpectedEOF},
+		{"compressed", header(0x90000004, uint16(wire.TypeGetObjects)), wire.ErrMalformed},
+		{"size above the cap", header(1<<20, uint16(wire.TypeGetObjects)), wire.ErrOversized},
+		{"unknown type", header(0, 99), wire.ErrUnknownType},
+		{"payload that does not parse", getObjects([]byte{0xff, 1, 2, 3}), wire.ErrMalformed},
+		{"required fields missing", getObjects([]byte{0x18, 0x07}), wire.ErrMalformed},
+		{"ping that does not parse", append(header(1, uint16(wire.TypePing)), 0x0a), wire.ErrMalformed},
+		{"too many objects", getObjects(many), wire.ErrOversized},
+		{"stream cut inside a frame", header(10, uint16(wire.TypeGetObjects))[:5], io.ErrUnexpectedEOF},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := testContext(t)
@@ -81,8 +86,11 @@ func TestConnRoundTrip(t *testing.T) {
 	}
 	br := bufio.NewReader(p.far)
 	f, err := wire.ReadFrame(br, 0)
-	if err != nil || f.Type != wire.TypeGetObjects || f.ID != 42 {
+	if err != nil || f.Type != wire.TypeGetObjects {
 		t.Fatalf("far end read %v, %v", f, err)
+	}
+	if id, msg, err := wire.DecodeMessage(f, 0); err != nil || id != 42 {
+		t.Fatalf("far end decoded %d %+v, %v", id, msg, err)
 	}
 	for _, m := range []struct {
 		id  uint64
@@ -96,8 +104,12 @@ func TestConnRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if f, err := wire.ReadFrame(br, 0); err != nil || f.Type != wire.TypePong || f.ID != 9 {
-		t.Fatalf("pong: %v, %v", f, err)
+	f, err = wire.ReadFrame(br, 0)
+	if err != nil || f.Type != wire.TypePing {
+		t.Fatalf("pong frame: %v, %v", f, err)
+	}
+	if id, msg, err := wire.DecodeMessage(f, 0); err != nil || id != 9 || msg != (wire.Pong{}) {
+		t.Fatalf("pong: %d %v, %v", id, msg, err)
 	}
 	d := recv(t, ctx, host.delivered, "the response")
 	resp, ok := d.msg.(ledger.Objects)
@@ -109,6 +121,9 @@ func TestConnRoundTrip(t *testing.T) {
 	}
 	if err := p.conn.Send(1, "not a message"); !errors.Is(err, wire.ErrUnknownType) {
 		t.Fatalf("Send of a string: %v", err)
+	}
+	if err := p.conn.Send(1<<32, req); !errors.Is(err, wire.ErrIDRange) {
+		t.Fatalf("Send under a 33-bit ID: %v", err)
 	}
 	_ = p.conn.Close()
 	if id := recv(t, ctx, host.disconnects, "the disconnect"); id != "raw" {

@@ -1,5 +1,7 @@
-// Package tcpnet carries the fetch protocol over TCP, with the frames of
-// package wire.
+// Package tcpnet carries the fetch protocol over TCP as rippled's peer
+// protocol frames it: TMGetObjectByHash queries and replies (see package
+// wire), each carrying its request ID in a 32-bit seq, so the scheduler that
+// uses a Client must issue IDs from RequestIDs.
 //
 // The host's side is a Conn: a peer.Peer over one net.Conn. Its Send encodes
 // the message and queues it for a writer goroutine, so it never blocks on the

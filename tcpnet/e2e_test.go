@@ -106,7 +106,7 @@ func TestFetchOverTCP(t *testing.T) {
 	dropper := tcpnet.Behaviour{Latency: simnet.Fixed(3 * time.Millisecond), DropAfter: 40, DownFor: 20 * time.Millisecond}
 	srvs := servers(t, latency(1*time.Millisecond, 4*time.Millisecond), dropper,
 		latency(2*time.Millisecond, 6*time.Millisecond), latency(3*time.Millisecond, 8*time.Millisecond))
-	sched, err := scheduler.New(scheduler.Config{})
+	sched, err := scheduler.New(scheduler.Config{RequestIDs: tcpnet.RequestIDs()})
 	if err != nil {
 		t.Fatal(err)
 	}

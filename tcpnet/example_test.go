@@ -14,7 +14,8 @@ import (
 
 // Serve a ledger from two TCP servers on loopback and fetch it through a
 // scheduler: the Client dials each server, connects a Conn per peer to the
-// scheduler, and hands every response to its Deliver.
+// scheduler, and hands every response to its Deliver. The scheduler issues
+// request IDs that fit TMGetObjectByHash's 32-bit seq.
 func Example() {
 	l, _ := ledger.Generate(1, 2000)
 	var addrs []string
@@ -28,7 +29,7 @@ func Example() {
 		addrs = append(addrs, srv.Addr())
 	}
 
-	s, _ := scheduler.New(scheduler.Config{})
+	s, _ := scheduler.New(scheduler.Config{RequestIDs: tcpnet.RequestIDs()})
 	defer s.Shutdown(context.Background())
 	client := tcpnet.NewClient(s, tcpnet.ClientConfig{Channels: 4})
 	defer client.Close() // first: its connections disconnect from s before s stops

@@ -62,7 +62,7 @@ func (c *serverConn) read() {
 			refused = badFrame(err)
 			return
 		}
-		msg, err := wire.DecodeMessage(f, c.s.cfg.MaxItems)
+		id, msg, err := wire.DecodeMessage(f, c.s.cfg.MaxItems)
 		if err != nil {
 			refused = true
 			return
@@ -71,11 +71,11 @@ func (c *serverConn) read() {
 		drop := false
 		switch m := msg.(type) {
 		case ledger.GetObjects:
-			replies, drop = c.s.plan(replies[:0], f.ID, m)
+			replies, drop = c.s.plan(replies[:0], id, m)
 		case wire.Ping:
-			replies = append(replies[:0], reply{id: f.ID, msg: wire.Pong{}})
+			replies = append(replies[:0], reply{id: id, msg: wire.Pong{}})
 		default:
-			refused = true // a client sends requests, nothing else
+			refused = true // a client sends queries and pings, nothing else
 			return
 		}
 		for _, r := range replies {

@@ -15,7 +15,7 @@ func Example() {
 	var conn bytes.Buffer // stands in for a net.Conn
 
 	req := ledger.GetObjects{Hashes: []ledger.Hash{{0xab}, {0xcd}}}
-	frame, err := wire.AppendMessage(nil, 17, req)
+	frame, err := wire.AppendMessage(nil, 1<<24+17, req)
 	if err != nil {
 		panic(err)
 	}
@@ -25,11 +25,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	msg, err := wire.DecodeMessage(f, wire.DefaultMaxItems)
+	id, msg, err := wire.DecodeMessage(f, wire.DefaultMaxItems)
 	if err != nil {
 		panic(err)
 	}
 	got := msg.(ledger.GetObjects)
-	fmt.Println(f.Type, f.ID, len(got.Hashes), got.Hashes[1])
-	// Output: GetObjects 17 2 cd000000
+	fmt.Println(f.Type, id, len(got.Hashes), got.Hashes[1])
+	// Output: GetObjectByHash 16777233 2 cd000000
 }

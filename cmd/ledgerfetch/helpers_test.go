@@ -86,6 +86,11 @@ func TestCommasAndDur(t *testing.T) {
 			t.Errorf("dur(%v) = %q", d, got)
 		}
 	}
+	for n, want := range map[int64]string{0: "0.0 KB", 3412: "3.4 KB", 999_999: "1000.0 KB", 80_512_345: "80.5 MB"} {
+		if got := size(n); got != want {
+			t.Errorf("size(%d) = %q", n, got)
+		}
+	}
 }
 
 // TestProgressPrinter: a terminal gets one line rewritten with \r and ended

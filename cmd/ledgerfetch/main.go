@@ -1,7 +1,10 @@
 // Command ledgerfetch downloads a whole ledger from its root hash through the
 // peersched scheduler, verifying every object, and reports how it went. Run
 // it with no flags for the demonstration: 16 in-process peers serving a
-// 200,000-object ledger over TCP on 127.0.0.1. See -h for the flags.
+// 200,000-object ledger over TCP on 127.0.0.1, hashed as the XRP Ledger's
+// state map and framed as rippled's peer protocol. -ledger fetches a real
+// ledger and checks it against its account_hash; -base makes that fetch
+// incremental. See -h for the flags.
 package main
 
 import (
@@ -15,7 +18,6 @@ import (
 	"os/signal"
 
 	"github.com/peersched/peersched/fetch"
-	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/tcpnet"
 )
@@ -45,7 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 		return exitUsage
 	}
-	l, err := ledger.Generate(o.seed, o.objects)
+	src, err := loadSource(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 		return exitUsage
@@ -63,9 +65,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if len(o.strategy) > 1 {
 			p.label = strategy + ": "
 		}
-		res, err := fetchWith(ctx, o, l, strategy, p.show, func(msg string) { fmt.Fprintf(stderr, "ledgerfetch: %s\n", msg) })
+		res, err := fetchWith(ctx, o, src, strategy, p.show, func(msg string) { fmt.Fprintf(stderr, "ledgerfetch: %s\n", msg) })
 		if err != nil {
 			fmt.Fprintf(stderr, "ledgerfetch: %s: %v\n", strategy, err)
+			code = exitIncomplete
+		}
+		if res != nil && res.Verified != nil && !*res.Verified {
+			fmt.Fprintf(stderr, "ledgerfetch: %s: %s\n", strategy, res.VerifyError)
 			code = exitIncomplete
 		}
 		if res != nil {
@@ -96,24 +102,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
-// fetchWith runs one fetch of l with the strategy named, on a fresh network
-// of peers, and returns its result (nil if it could not start) and error.
-func fetchWith(ctx context.Context, o options, l *ledger.Ledger, strategy string, progress func(fetch.Progress), warn func(string)) (*result, error) {
+// fetchWith runs one fetch of src's ledger with the strategy named, on a
+// fresh network of peers, and returns its result (nil if it could not start)
+// and error. For a real ledger the result says whether the state rebuilt
+// from what was fetched (and reused) has the ledger's account_hash.
+func fetchWith(ctx context.Context, o options, src source, strategy string, progress func(fetch.Progress), warn func(string)) (*result, error) {
+	l := src.ledger
 	cfg := fetch.Config{
 		Root:          l.Root(),
-		Expected:      l.Len(),
+		Expected:      src.expected(),
 		Batch:         o.batch,
 		Timeout:       o.timeout,
 		StallTimeout:  o.stall,
 		Progress:      progress,
 		ProgressEvery: progressEvery,
 	}
+	if src.base != nil {
+		cfg.Base = src.base
+	}
+	var got *fetched
+	if src.header != nil {
+		got = &fetched{}
+		cfg.Received = got.add
+	}
 	var host tcpnet.Host
 	var fetchRun func(context.Context) (fetch.Report, error)
 	stop := func() {}
 	switch strategy {
 	case "scheduler":
-		s, err := scheduler.New(scheduler.Config{})
+		// IDs that fit TMGetObjectByHash's seq, on every transport, so the
+		// simulated fetch issues the IDs the TCP one does.
+		s, err := scheduler.New(scheduler.Config{RequestIDs: tcpnet.RequestIDs()})
 		if err != nil {
 			return nil, err
 		}
@@ -135,5 +154,8 @@ func fetchWith(ctx context.Context, o options, l *ledger.Ledger, strategy string
 	net.close()
 	stop()
 	res := newResult(rep, o, roles, err)
+	if src.header != nil {
+		res.checkAccountHash(o, src, got, rep.Complete)
+	}
 	return &res, err
 }

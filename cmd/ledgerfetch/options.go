@@ -27,6 +27,8 @@ type options struct {
 	timeout   time.Duration
 	stall     time.Duration
 	wait      time.Duration // for the peers to connect before the fetch starts
+	ledger    string        // a real ledger file to serve and fetch, instead of a generated one
+	base      string        // a real ledger file the fetch starts from (incremental)
 }
 
 // errUsage marks errors in the command line; run exits with 2 for them.
@@ -48,11 +50,19 @@ process serving it over TCP on 127.0.0.1 (varied latency; one slow peer; one
 that drops its connection midway and comes back; one that misbehaves) and
 fetches it. It exits 0 only if every object arrived and verified.
 
+With -ledger it serves and fetches a real XRP Ledger ledger instead (a JSON
+file of its header and state, such as ../shared/ledgers/xrpl-38129.json),
+rebuilds the state map from what it fetched and exits 0 only if its root is
+the ledger's account_hash. With -base as well it starts from another ledger's
+nodes and fetches only those it lacks.
+
 Flags:
 `)
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&o.objects, "objects", 200_000, "leaves in the generated ledger (its nodes number about 1.4 times that)")
+	fs.StringVar(&o.ledger, "ledger", "", "serve and fetch the real ledger in this JSON file (header and state) instead of a generated one")
+	fs.StringVar(&o.base, "base", "", "with -ledger: start from the nodes of the real ledger in this file, fetching only those it lacks")
 	fs.IntVar(&o.peers, "peers", 16, "in-process peers to start")
 	fs.IntVar(&o.channels, "channels", 4, "channels per peer: requests each peer may have in flight")
 	fs.IntVar(&o.batch, "batch", 64, "object hashes per request")
@@ -105,6 +115,8 @@ Flags:
 		return bad("-transport %q: want tcp or mem", o.transport)
 	case o.connect != nil && o.transport != "tcp":
 		return bad("-connect needs -transport tcp")
+	case o.base != "" && o.ledger == "":
+		return bad("-base needs -ledger")
 	case o.objects < 1:
 		return bad("-objects %d: want at least 1", o.objects)
 	case o.peers < 1:

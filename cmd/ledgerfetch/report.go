@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/peersched/peersched/fetch"
@@ -13,16 +14,62 @@ import (
 // encoded by -json (the Report's fields appear at the top level).
 type result struct {
 	fetch.Report
-	Transport  string            `json:"transport"`
-	PeerCount  int               `json:"peer_count"` // peers configured
-	Channels   int               `json:"channels"`   // per peer
-	Batch      int               `json:"batch"`
-	Seed       uint64            `json:"seed"`
-	Bound      float64           `json:"bound_objects_per_second"` // peers × channels × batch / mean RTT
-	Utilised   float64           `json:"utilisation"`              // objects_per_second / bound
-	Roles      map[string]string `json:"roles,omitempty"`          // in-process peers' roles
-	Error      string            `json:"error,omitempty"`
+	Transport string            `json:"transport"`
+	PeerCount int               `json:"peer_count"` // peers configured
+	Channels  int               `json:"channels"`   // per peer
+	Batch     int               `json:"batch"`
+	Seed      uint64            `json:"seed"`
+	Bound     float64           `json:"bound_objects_per_second"` // peers × channels × batch / mean RTT
+	Utilised  float64           `json:"utilisation"`              // objects_per_second / bound
+	Roles     map[string]string `json:"roles,omitempty"`          // in-process peers' roles
+	Error     string            `json:"error,omitempty"`
+
+	// For a real ledger (-ledger): the file, the ledger, and whether the
+	// state rebuilt from the fetched (and reused) nodes has its
+	// account_hash.
+	LedgerFile  string `json:"ledger_file,omitempty"`
+	LedgerIndex uint32 `json:"ledger_index,omitempty"`
+	AccountHash string `json:"account_hash,omitempty"`
+	RebuiltRoot string `json:"rebuilt_root,omitempty"`
+	Verified    *bool  `json:"account_hash_verified,omitempty"`
+	VerifyError string `json:"verify_error,omitempty"`
+	// For an incremental fetch (-base): the ledger it started from.
+	BaseFile  string `json:"base_file,omitempty"`
+	BaseIndex uint32 `json:"base_ledger_index,omitempty"`
+
 	roleByPeer map[peer.ID]role
+}
+
+// checkAccountHash rebuilds the state map from the nodes the fetch received
+// and the base's (see fetched.rebuild) and records whether its root is the
+// real ledger's account_hash. An incomplete fetch is not checked: it fails
+// anyway.
+func (r *result) checkAccountHash(o options, src source, got *fetched, complete bool) {
+	r.LedgerFile, r.LedgerIndex, r.AccountHash = o.ledger, src.header.Seq, strings.ToUpper(src.header.AccountHash.Hex())
+	if src.base != nil {
+		r.BaseFile, r.BaseIndex = o.base, src.baseHd.Seq
+	}
+	if !complete {
+		return
+	}
+	var base fetch.Store
+	if src.base != nil {
+		base = src.base
+	}
+	ok := false
+	root, err := got.rebuild(src.ledger.Root(), base)
+	switch {
+	case err != nil:
+		r.VerifyError = fmt.Sprintf("cannot rebuild the state map: %v", err)
+	case root != src.header.AccountHash:
+		r.VerifyError = fmt.Sprintf("the fetched state rebuilds to %s, not the account_hash %s", strings.ToUpper(root.Hex()), r.AccountHash)
+	default:
+		ok = true
+	}
+	if err == nil {
+		r.RebuiltRoot = strings.ToUpper(root.Hex())
+	}
+	r.Verified = &ok
 }
 
 // newResult completes rep with the setup o describes.
@@ -57,10 +104,25 @@ func writeReport(w io.Writer, r result) {
 	if total == 0 {
 		total = r.Known
 	}
-	fmt.Fprintf(w, "%s %s of %s objects (%.1f MB) in %s: %s objects/s\n",
-		verdict, commas(r.Objects), commas(total), float64(r.Bytes)/1e6, dur(time.Duration(r.Wall)), commas(int(r.Rate)))
+	fmt.Fprintf(w, "%s %s of %s objects (%s) in %s: %s objects/s\n",
+		verdict, commas(r.Objects), commas(total), size(r.Bytes), dur(time.Duration(r.Wall)), commas(int(r.Rate)))
 	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %d channels, batch %d, seed %d\n",
 		r.Strategy, r.Transport, r.PeerCount, r.Channels, r.Batch, r.Seed)
+	if r.LedgerFile != "" {
+		verdict := "not checked: the fetch is incomplete"
+		switch {
+		case r.Verified == nil:
+		case *r.Verified:
+			verdict = "verified: the fetched state rebuilds to it"
+		default:
+			verdict = "NOT VERIFIED: " + r.VerifyError
+		}
+		fmt.Fprintf(w, "  ledger       %d (%s): account_hash %s %s\n", r.LedgerIndex, r.LedgerFile, r.AccountHash, verdict)
+	}
+	if r.BaseFile != "" {
+		fmt.Fprintf(w, "  base         %d (%s): %s objects reused (%s), %s fetched\n",
+			r.BaseIndex, r.BaseFile, commas(r.Reused), size(r.ReusedBytes), commas(r.Objects))
+	}
 	fmt.Fprintf(w, "  requests     %s sent, %s answered, %s hedges at the tail\n", commas(r.Requests), commas(r.Answered), commas(r.Hedges))
 	fmt.Fprintf(w, "  failures     %s timed out, %s by disconnection, %s of the wrong type, %s sends refused\n",
 		commas(r.Timeouts), commas(r.Disconnects), commas(r.BadResponses), commas(r.SendErrors))
@@ -97,6 +159,14 @@ func writeComparison(w io.Writer, results []result) {
 	} else {
 		fmt.Fprintln(w)
 	}
+}
+
+// size formats a byte count in MB, or in KB below one MB.
+func size(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }
 
 // dur formats d with about three significant digits.

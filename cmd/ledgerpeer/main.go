@@ -6,7 +6,8 @@
 //	ledgerfetch -connect 127.0.0.1:7001,127.0.0.1:7002 -objects 200000 -seed 1
 //
 // The same -objects and -seed give the same ledger, so every peer serves
-// what the fetcher expects.
+// what the fetcher expects. -ledger serves a real ledger from its file
+// instead (ledgerfetch -connect ... -ledger with the same file fetches it).
 package main
 
 import (
@@ -40,6 +41,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one)")
 	objects := fs.Int("objects", 200_000, "leaves in the generated ledger")
+	file := fs.String("ledger", "", "serve the real ledger in this JSON file (header and state) instead of a generated one")
 	seed := fs.Uint64("seed", 1, "seed of the ledger and of the peer's random choices")
 	latency := fs.Duration("latency", 0, "delay before each answer")
 	jitter := fs.Duration("jitter", 0, "answers are delayed uniformly within latency ± jitter")
@@ -55,7 +57,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ledgerpeer: unexpected arguments, or a jitter above the latency")
 		return 2
 	}
-	l, err := ledger.Generate(*seed, *objects)
+	var l *ledger.Ledger
+	var err error
+	if *file != "" {
+		l, _, err = ledger.LoadFile(*file)
+	} else {
+		l, err = ledger.Generate(*seed, *objects)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
 		return 2

@@ -46,7 +46,7 @@ func TestServesUntilInterrupted(t *testing.T) {
 		t.Fatalf("first line %q does not name the root %s", first, l.Root().Hex())
 	}
 
-	sched, err := scheduler.New(scheduler.Config{})
+	sched, err := scheduler.New(scheduler.Config{RequestIDs: tcpnet.RequestIDs()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestServesUntilInterrupted(t *testing.T) {
 }
 
 func TestBadFlags(t *testing.T) {
-	for _, a := range [][]string{{"-objects", "0"}, {"-latency", "1ms", "-jitter", "2ms"}, {"-loss", "2"}, {"extra"}} {
+	for _, a := range [][]string{{"-objects", "0"}, {"-latency", "1ms", "-jitter", "2ms"}, {"-loss", "2"}, {"extra"}, {"-ledger", "no-such-ledger.json"}} {
 		if code := run(context.Background(), a, io.Discard, io.Discard); code != 2 {
 			t.Errorf("%q: exit %d, want 2", a, code)
 		}

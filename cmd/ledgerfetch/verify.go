@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/ledger"
+)
+
+// fetched keeps the nodes a fetch received (fetch.Config.Received), so that a
+// real ledger's fetch can be checked against its account_hash by rebuilding
+// the state map from them, sharing nothing with the tree the peers served
+// but the leaves' contents.
+type fetched struct {
+	mu    sync.Mutex
+	nodes map[ledger.Hash][]byte
+}
+
+func (f *fetched) add(h ledger.Hash, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodes == nil {
+		f.nodes = make(map[ledger.Hash][]byte)
+	}
+	f.nodes[h] = data
+}
+
+func (f *fetched) get(h ledger.Hash) ([]byte, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d, ok := f.nodes[h]
+	return d, ok
+}
+
+// rebuild gathers the leaves under root from the fetched nodes and, for the
+// subtrees the fetch reused, from base (nil if none), and builds their state
+// map from scratch. It returns the new map's root, which is the ledger's
+// account_hash only if the fetch brought (or reused) the whole state.
+func (f *fetched) rebuild(root ledger.Hash, base fetch.Store) (ledger.Hash, error) {
+	var entries []ledger.Entry
+	todo := []ledger.Hash{root}
+	for len(todo) > 0 {
+		h := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		data, ok := f.get(h)
+		if !ok && base != nil {
+			data, ok = base.Get(h)
+		}
+		if !ok {
+			return ledger.Hash{}, fmt.Errorf("node %s was neither fetched nor in the base", h.Hex())
+		}
+		n, err := ledger.Decode(data)
+		if err != nil {
+			return ledger.Hash{}, fmt.Errorf("node %s: %w", h.Hex(), err)
+		}
+		if n.Kind == ledger.Leaf {
+			entries = append(entries, ledger.Entry{Key: n.Key, Data: n.Payload})
+		}
+		todo = append(todo, n.Children...)
+	}
+	l, err := ledger.Build(entries)
+	if err != nil {
+		return ledger.Hash{}, err
+	}
+	return l.Root(), nil
+}
