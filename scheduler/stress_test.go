@@ -256,10 +256,14 @@ func (w *stressWorld) withdrawSender(r *rand.Rand) {
 		return
 	}
 	w.op()
+	// WithdrawSender never waits for user code, so holding exitMu over it
+	// cannot deadlock.
+	snd.exitMu.Lock()
 	if w.s.WithdrawSender(snd.ticket) {
 		snd.withdrawn.Store(true)
 		snd.exit(w, "withdrawn")
 	}
+	snd.exitMu.Unlock()
 }
 
 func (w *stressWorld) withdrawReceiver(r *rand.Rand) {
@@ -333,6 +337,9 @@ type stressSender struct {
 	ticket    offer.Ticket
 	exits     atomic.Int32
 	withdrawn atomic.Bool
+	// exitMu makes a successful withdrawal and its record one step, as seen
+	// by the end of OnOffer, which decides whether a send was the exit.
+	exitMu sync.Mutex
 }
 
 func (s *stressSender) exit(w *stressWorld, how string) {
@@ -347,6 +354,15 @@ func (s *stressSender) exit(w *stressWorld, how string) {
 type stressMessage struct{ timeout time.Duration }
 
 var stressTimeouts = [...]time.Duration{time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond}
+
+// checkNotWithdrawnBefore flags a send that succeeded although it began
+// after the sender's withdrawal had returned: the withdrawal expires the
+// offer, so such a send must fail. (One begun before may succeed.)
+func (s *stressSender) checkNotWithdrawnBefore(w *stressWorld, withdrawnBefore bool) {
+	if withdrawnBefore {
+		w.violate("a sender sent through its offer after its withdrawal returned")
+	}
+}
 
 func (s *stressSender) OnOffer(o offer.Offer) {
 	w, r := s.w, s.r
@@ -367,19 +383,23 @@ func (s *stressSender) OnOffer(o offer.Offer) {
 	case k < 10: // decline
 	case k < 15:
 		w.op()
+		withdrawnBefore := s.withdrawn.Load()
 		if o.Notify(r.IntN(max(o.Len(), 1)), stressMessage{}, time.Duration(1+r.IntN(1000))*time.Microsecond) == nil {
 			sent = true
+			s.checkNotWithdrawnBefore(w, withdrawnBefore)
 		}
 	default:
 		for n := 1 + r.IntN(max(o.Size(), 1)); n > 0; n-- {
 			rcv := &stressReceiver{w: w, r: rand.New(rand.NewPCG(r.Uint64(), 2))}
 			timeout := stressTimeouts[r.IntN(len(stressTimeouts))]
 			w.op()
+			withdrawnBefore := s.withdrawn.Load()
 			id, err := o.Request(r.IntN(max(o.Len(), 1)), stressMessage{timeout}, rcv, timeout)
 			if err != nil {
 				continue
 			}
 			sent = true
+			s.checkNotWithdrawnBefore(w, withdrawnBefore)
 			rcv.id = id
 			w.mu.Lock()
 			w.requests[id] = rcv
@@ -390,12 +410,13 @@ func (s *stressSender) OnOffer(o offer.Offer) {
 			w.mu.Unlock()
 		}
 	}
-	if sent {
-		if s.withdrawn.Load() {
-			w.violate("a withdrawn sender sent")
-		}
+	// A withdrawal that came while a send was in the host's hands was the
+	// sender's exit, even if that send then succeeded.
+	s.exitMu.Lock()
+	if sent && !s.withdrawn.Load() {
 		s.exit(w, "sent")
 	}
+	s.exitMu.Unlock()
 	if r.IntN(20) == 0 {
 		w.callBack(r)
 	}
