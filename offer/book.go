@@ -92,7 +92,7 @@ func (b *Book) Open(ticket Ticket, snd Sender, openings uint64, choices []peer.C
 	// made Open cost twice as much for every offer.
 	for i := range choices {
 		c, ch := &choices[i], &b.channels[i]
-		ch.Peer, ch.Closed, ch.RTT, ch.ref = c.ID, c.Closed, c.RTT, c.Ref
+		ch.Peer, ch.Closed, ch.Limit, ch.RTT, ch.ref = c.ID, c.Closed, c.Limit, c.RTT, c.Ref
 		b.used[i] = false
 	}
 	b.size = min(size, len(choices))

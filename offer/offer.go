@@ -43,6 +43,10 @@ type Channel struct {
 	// Closed is how many of the peer's channels were closed when the offer
 	// was made: a busier peer has more.
 	Closed int
+	// Limit is how many messages the peer could have in flight when the
+	// offer was made: its current limit, fixed or adaptive. Closed/Limit is
+	// how loaded the peer is.
+	Limit int
 	// RTT is the peer's smoothed response time; 0 until it has answered once.
 	RTT time.Duration
 
@@ -51,7 +55,7 @@ type Channel struct {
 
 // ChannelOf turns one of the pool's choices into an offered channel.
 func ChannelOf(c peer.Choice) Channel {
-	return Channel{Peer: c.ID, Closed: c.Closed, RTT: c.RTT, ref: c.Ref}
+	return Channel{Peer: c.ID, Closed: c.Closed, Limit: c.Limit, RTT: c.RTT, ref: c.Ref}
 }
 
 // Ref names the connection the channel belongs to; the scheduler uses it to
@@ -129,7 +133,7 @@ func (o Offer) Channel(i int) (c Channel, ok bool) {
 // when the scheduler stops), unless withdrawn. On error nothing was sent, the
 // channel stays open, and r is never called. Errors: ErrExpired,
 // ErrNoSuchChannel, ErrChannelUsed, ErrSizeExceeded, ErrPeerGone,
-// receiver.ErrNilReceiver, receiver.ErrBadTimeout, receiver.ErrTooManyRequests,
+// ErrPeerAtLimit, receiver.ErrNilReceiver, receiver.ErrBadTimeout, receiver.ErrTooManyRequests,
 // the scheduler's ErrStopped, or the host's send error.
 func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
 	if o.carrier == nil {
@@ -164,6 +168,10 @@ var (
 	// ErrPeerGone is returned for a send on a channel whose peer disconnected
 	// after the offer was made.
 	ErrPeerGone = errors.New("peersched: the channel's peer has disconnected")
+	// ErrPeerAtLimit is returned for a send on a channel that closed after
+	// the offer was made because its peer's limit fell: the peer already
+	// has as many messages in flight as it may.
+	ErrPeerAtLimit = errors.New("peersched: the channel's peer is at its limit")
 	// ErrTooManySenders is returned when the cap on waiting senders is reached.
 	ErrTooManySenders = errors.New("peersched: too many senders waiting")
 )

@@ -149,7 +149,7 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 				}
 			}
 		}
-		if c.picked+1 < r.channels-r.closed {
+		if c.picked+1 < r.open() {
 			c.picked++
 			c.load++
 			again = append(again, c)
@@ -162,7 +162,7 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 // fill describes the open channel of the peer in slot in c.
 func (pl *Pool) fill(c *Choice, slot int32) {
 	r := &pl.records[slot]
-	c.Ref, c.ID, c.Closed, c.RTT = Ref{slot: slot, incarnation: r.incarnation}, r.id, int(r.closed), r.rtt
+	c.Ref, c.ID, c.Closed, c.Limit, c.RTT = Ref{slot: slot, incarnation: r.incarnation}, r.id, int(r.closed), int(r.limit), r.rtt
 }
 
 // candidateBefore is the ranking: fewer closed channels (picks counted as

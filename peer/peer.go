@@ -4,7 +4,10 @@
 //
 // A channel is the unit of capacity for messaging one peer: it is open when
 // it may carry one message and closed while that message is being read and
-// answered. A peer connected with C channels always has open+closed = C.
+// answered. A peer has a limit on its messages in flight, fixed or adaptive
+// (a limit.Limiter), and open+closed = its channel count at every moment:
+// its limit, or more while messages sent before its limit fell are still in
+// flight (see Pool).
 package peer
 
 import "errors"
@@ -46,4 +49,7 @@ var (
 	// ErrTooManyChannels is returned when a peer asks for more channels than
 	// the pool can count (see MaxChannelsPerPeer).
 	ErrTooManyChannels = errors.New("peersched: too many channels for one peer")
+	// ErrNilLimiter is returned when a peer is connected with a nil Limiter
+	// where one is required.
+	ErrNilLimiter = errors.New("peersched: limiter is nil")
 )

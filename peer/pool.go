@@ -3,6 +3,8 @@ package peer
 import (
 	"math"
 	"time"
+
+	"github.com/peersched/peersched/limit"
 )
 
 // MaxChannelsPerPeer is the most channels one peer may have. Counts are kept
@@ -27,6 +29,7 @@ type Choice struct {
 	Ref    Ref
 	ID     ID
 	Closed int           // the peer's closed channels when it was picked
+	Limit  int           // the peer's current limit when it was picked
 	RTT    time.Duration // the peer's smoothed response time; 0 before its first response
 }
 
@@ -34,10 +37,21 @@ type Choice struct {
 // peers that have an open channel ordered best first: fewer closed channels,
 // then lower smoothed response time, then lower ID.
 //
+// Each peer has a limit: how many messages it may have in flight. A closed
+// channel carries one message, so a peer has closed channels for its
+// messages in flight and open channels for the rest of its limit:
+// open = max(limit − closed, 0), and its channel count is open + closed.
+// A peer connected with a fixed count keeps that limit; one connected with a
+// limit.Limiter has the limit its Limiter gives, which may move as requests
+// end (see Observe). A lower limit never takes a closed channel away: the
+// message on it runs to its end, and the channel then retires instead of
+// reopening, until the peer is back within its limit.
+//
 // The zero Pool is empty and ready to use. A Pool is not safe for concurrent
 // use; the scheduler guards it with its offers lock. Every method is O(log P)
 // in the number of peers P except Best, which is O(n log n) in the number of
-// channels it returns, whatever P is.
+// channels it returns, whatever P is, and Observe, which adds the cost of
+// the peer's Limiter.
 type Pool struct {
 	records []record        // indexed by Ref.slot
 	free    []int32         // slots of records not in use
@@ -53,28 +67,49 @@ type Pool struct {
 type record struct {
 	peer        Peer
 	id          ID
-	incarnation uint32 // 0 while the slot is free
-	channels    int32
-	closed      int32
-	orderIndex  int32 // position in Pool.order, or -1
+	limiter     limit.Limiter // nil for a fixed limit
+	incarnation uint32        // 0 while the slot is free
+	limit       int32         // the messages the peer may have in flight
+	closed      int32         // the messages it has in flight
+	orderIndex  int32         // position in Pool.order, or -1
 	rtt         time.Duration
 }
 
-// Connect adds p, whose ID is id, with the given number of channels, all
-// open. The caller passes id (p.ID()) so that it can ask the host for it
-// before taking its locks. It fails, changing nothing, on a nil peer, fewer
-// than one channel, or an ID already connected.
+// open is how many channels of the peer may carry a message now.
+func (r *record) open() int32 { return max(r.limit-r.closed, 0) }
+
+// Connect adds p, whose ID is id, with a fixed limit of the given number of
+// channels, all open. The caller passes id (p.ID()) so that it can ask the
+// host for it before taking its locks. It fails, changing nothing, on a nil
+// peer, fewer than one channel, more than MaxChannelsPerPeer, or an ID
+// already connected.
 func (pl *Pool) Connect(p Peer, id ID, channels int) (Ref, error) {
-	if p == nil {
-		return Ref{}, ErrNilPeer
-	}
 	if channels < 1 {
 		return Ref{}, ErrBadChannels
 	}
 	if channels > MaxChannelsPerPeer {
 		return Ref{}, ErrTooManyChannels
 	}
+	return pl.connect(p, id, nil, channels)
+}
 
+// ConnectLimited adds p, whose ID is id, with its limit decided by l and
+// starting at start, which the caller read from l.Limit() before taking its
+// locks (see Limiter for why the pool asks l again only after Observe).
+// start is clamped to [1, MaxChannelsPerPeer], as every limit l gives
+// later is. It fails, changing nothing, on a nil peer or Limiter, or an ID
+// already connected.
+func (pl *Pool) ConnectLimited(p Peer, id ID, l limit.Limiter, start int) (Ref, error) {
+	if l == nil {
+		return Ref{}, ErrNilLimiter
+	}
+	return pl.connect(p, id, l, int(clampLimit(start)))
+}
+
+func (pl *Pool) connect(p Peer, id ID, l limit.Limiter, channels int) (Ref, error) {
+	if p == nil {
+		return Ref{}, ErrNilPeer
+	}
 	if _, dup := pl.slotOf[id]; dup {
 		return Ref{}, ErrAlreadyConnected
 	}
@@ -94,7 +129,7 @@ func (pl *Pool) Connect(p Peer, id ID, channels int) (Ref, error) {
 	if next == 0 {
 		next = 1 // incarnation 0 marks a free slot
 	}
-	*r = record{peer: p, id: id, incarnation: next, channels: int32(channels), orderIndex: -1}
+	*r = record{peer: p, id: id, limiter: l, incarnation: next, limit: int32(channels), orderIndex: -1}
 	pl.slotOf[id] = slot
 	pl.open += channels
 	pl.opened++
@@ -114,7 +149,7 @@ func (pl *Pool) Disconnect(id ID) (Ref, error) {
 	if r.orderIndex >= 0 {
 		pl.removeOrder(r.orderIndex)
 	}
-	pl.open -= int(r.channels - r.closed)
+	pl.open -= int(r.open())
 	pl.closed -= int(r.closed)
 	delete(pl.slotOf, id)
 	// Keep the incarnation so the next peer in this slot gets a new one.
@@ -141,53 +176,80 @@ func (pl *Pool) Get(ref Ref) (Peer, bool) {
 	return r.peer, true
 }
 
-// Close closes one open channel of the peer ref names. It returns false,
-// changing nothing, if the peer is gone or has no open channel.
-func (pl *Pool) Close(ref Ref) bool {
+// OpenOf returns how many open channels the peer ref names has: 0 if it is
+// gone or at its limit.
+func (pl *Pool) OpenOf(ref Ref) int {
 	r := pl.live(ref)
-	if r == nil || r.closed == r.channels {
-		return false
+	if r == nil {
+		return 0
+	}
+	return int(r.open())
+}
+
+// Close closes one open channel of the peer ref names and returns how many
+// messages the peer then has in flight, this one included. It returns 0,
+// changing nothing, if the peer is gone or has no open channel (its limit may
+// have fallen since the channel was offered).
+func (pl *Pool) Close(ref Ref) (inFlight int) {
+	r := pl.live(ref)
+	if r == nil || r.open() == 0 {
+		return 0
 	}
 	r.closed++
 	pl.open--
 	pl.closed++
-	if r.closed == r.channels {
+	if r.open() == 0 {
 		pl.removeOrder(r.orderIndex)
 	} else {
 		pl.down(int(r.orderIndex))
 	}
-	return true
+	return int(r.closed)
 }
 
-// Reopen reopens one closed channel of the peer ref names. It returns false,
-// changing nothing, if the peer is gone (its channels went with it) or has no
-// closed channel.
+// Reopen ends the message on one closed channel of the peer ref names, and
+// reports whether that channel opened: it does if the peer is within its
+// limit, and otherwise retires (the peer's limit fell while the message was
+// in flight). It returns false, changing nothing, if the peer is gone (its
+// channels went with it) or has no closed channel.
 func (pl *Pool) Reopen(ref Ref) bool {
 	r := pl.live(ref)
 	if r == nil || r.closed == 0 {
 		return false
 	}
-	wasFull := r.closed == r.channels
-	r.closed--
-	pl.open++
-	pl.closed--
-	pl.opened++
-	if wasFull {
-		pl.pushOrder(ref.slot)
-	} else {
-		pl.up(int(r.orderIndex))
-	}
-	return true
+	return pl.release(ref.slot, r, true)
 }
 
 // Unclose undoes a Close whose message was never sent. The channel was never
 // really taken, so unlike Reopen this does not count as an opening: a sender
 // that declined the channel before is not offered it again for nothing.
 func (pl *Pool) Unclose(ref Ref) bool {
-	before := pl.opened
-	ok := pl.Reopen(ref)
-	pl.opened = before
-	return ok
+	r := pl.live(ref)
+	if r == nil || r.closed == 0 {
+		return false
+	}
+	return pl.release(ref.slot, r, false)
+}
+
+// release takes one message off the peer in slot, whose record is r, and
+// reports whether its channel opened; an opening is counted if counted is
+// set.
+func (pl *Pool) release(slot int32, r *record, counted bool) bool {
+	wasFull := r.open() == 0
+	r.closed--
+	pl.closed--
+	if r.closed >= r.limit {
+		return false // retired: the peer is still at or above its limit
+	}
+	pl.open++
+	if counted {
+		pl.opened++
+	}
+	if wasFull {
+		pl.pushOrder(slot)
+	} else {
+		pl.up(int(r.orderIndex))
+	}
+	return true
 }
 
 // rttWeight is the share of a new sample in the smoothed response time, as a
@@ -230,10 +292,13 @@ func (pl *Pool) Len() int { return len(pl.slotOf) }
 
 // Usage describes one connected peer's channels.
 type Usage struct {
-	ID       ID
+	ID ID
+	// Channels is Open + Closed: the peer's Limit, or more while messages
+	// sent before its limit fell are still in flight.
 	Channels int
 	Open     int
-	Closed   int
+	Closed   int // messages in flight
+	Limit    int // the peer's current limit
 	RTT      time.Duration
 }
 
@@ -241,7 +306,8 @@ type Usage struct {
 func (pl *Pool) Usage(dst []Usage) []Usage {
 	for _, slot := range pl.slotOf {
 		r := &pl.records[slot]
-		dst = append(dst, Usage{ID: r.id, Channels: int(r.channels), Open: int(r.channels - r.closed), Closed: int(r.closed), RTT: r.rtt})
+		dst = append(dst, Usage{ID: r.id, Channels: int(r.open() + r.closed), Open: int(r.open()), Closed: int(r.closed),
+			Limit: int(r.limit), RTT: r.rtt})
 	}
 	return dst
 }

@@ -41,7 +41,7 @@ func TestReconnectedPeerIsNew(t *testing.T) {
 	var pl Pool
 	old, err := pl.Connect(fakePeer("a"), ID("a"), 2)
 	require.NoError(t, err)
-	require.True(t, pl.Close(old))
+	require.NotZero(t, pl.Close(old))
 	pl.ObserveRTT(old, 50*time.Millisecond)
 	_, err = pl.Disconnect("a")
 	require.NoError(t, err)
@@ -53,19 +53,19 @@ func TestReconnectedPeerIsNew(t *testing.T) {
 	require.Equal(t, old.Slot(), fresh.Slot(), "the slot is reused")
 	require.NotEqual(t, old, fresh)
 	require.False(t, pl.Reopen(old), "the old connection's channel must not reopen on the new one")
-	require.False(t, pl.Close(old))
+	require.Zero(t, pl.Close(old))
 	pl.ObserveRTT(old, time.Second)
 	u := pl.Usage(nil)
-	require.Equal(t, []Usage{{ID: "a", Channels: 3, Open: 3}}, u, "nothing of the old peer leaks into the new one")
+	require.Equal(t, []Usage{{ID: "a", Channels: 3, Open: 3, Limit: 3}}, u, "nothing of the old peer leaks into the new one")
 }
 
 func TestCloseAndReopenConserveChannels(t *testing.T) {
 	var pl Pool
 	ref, err := pl.Connect(fakePeer("a"), ID("a"), 2)
 	require.NoError(t, err)
-	require.True(t, pl.Close(ref))
-	require.True(t, pl.Close(ref))
-	require.False(t, pl.Close(ref), "no open channel left")
+	require.NotZero(t, pl.Close(ref))
+	require.NotZero(t, pl.Close(ref))
+	require.Zero(t, pl.Close(ref), "no open channel left")
 	require.Equal(t, 0, pl.Open())
 	require.Equal(t, 2, pl.ClosedChannels())
 	before := pl.Openings()
@@ -95,7 +95,7 @@ func TestBestOrdersByLoadThenRTTThenID(t *testing.T) {
 		require.NoError(t, err)
 		refs[spec.id] = ref
 		for range spec.closed {
-			require.True(t, pl.Close(ref))
+			require.NotZero(t, pl.Close(ref))
 		}
 		if spec.rtt > 0 {
 			pl.ObserveRTT(ref, spec.rtt)
@@ -126,7 +126,7 @@ func bruteBest(pl *Pool) []string {
 	var all []ch
 	for _, slot := range pl.slotOf {
 		r := &pl.records[slot]
-		for k := int32(0); k < r.channels-r.closed; k++ {
+		for k := int32(0); k < r.open(); k++ {
 			all = append(all, ch{r.closed + k, r.rtt, r.id})
 		}
 	}
@@ -151,6 +151,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var pl Pool
 	refs := map[ID]Ref{}
+	limiters := map[ID]*setLimiter{}
 	for step := range 5000 {
 		id := ID(fmt.Sprintf("p%02d", rng.IntN(40)))
 		ref, connected := refs[id]
@@ -159,16 +160,27 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			_, err := pl.Disconnect(id)
 			require.NoError(t, err)
 			delete(refs, id)
-		case !connected:
+			delete(limiters, id)
+		case !connected && op%2 == 0:
 			r, err := pl.Connect(fakePeer(id), ID(id), 1+rng.IntN(8))
 			require.NoError(t, err)
 			refs[id] = r
+		case !connected:
+			l := &setLimiter{limit: 1 + rng.IntN(8)}
+			r, err := pl.ConnectLimited(fakePeer(id), ID(id), l, l.limit)
+			require.NoError(t, err)
+			refs[id], limiters[id] = r, l
 		case op < 5:
 			pl.Close(ref)
-		case op < 8:
+		case op < 7:
 			pl.Reopen(ref)
+		case op < 8:
+			pl.Unclose(ref)
 		default:
-			pl.ObserveRTT(ref, time.Duration(1+rng.IntN(5))*time.Millisecond)
+			if l := limiters[id]; l != nil {
+				l.next = 1 + rng.IntN(8)
+			}
+			require.Nil(t, pl.Observe(ref, answered(time.Duration(1+rng.IntN(5))*time.Millisecond)))
 		}
 		want := bruteBest(&pl)
 		var got []string
@@ -193,6 +205,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 		open, closed := 0, 0
 		for _, u := range pl.Usage(nil) {
 			require.Equal(t, u.Channels, u.Open+u.Closed)
+			require.Equal(t, max(u.Limit-u.Closed, 0), u.Open, "step %d: %+v", step, u)
 			open += u.Open
 			closed += u.Closed
 		}

@@ -95,7 +95,7 @@ func TestRangedStrayResponses(t *testing.T) {
 	}
 
 	// The freed slots go to new messages: their old IDs become late.
-	tab.Notify(refs["A"], 0, time.Hour)
+	tab.Notify(refs["A"], 0, time.Hour, Terms{})
 	pending(tab, refs["A"])
 	for _, id := range []RequestID{answered, expired} {
 		_, _, err = tab.Respond(id, "A", nil)
@@ -108,7 +108,7 @@ func TestRangedStrayResponses(t *testing.T) {
 // failures work on ranged IDs as on handles.
 func TestRangedIDsHeldBackAndUnsent(t *testing.T) {
 	tab, refs := rangedFixture(t, IDRange{Lo: 7, Hi: 9}, "A")
-	id := tab.Add(nobody, refs["A"], 0, time.Hour)
+	id := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
 	_, ended, err := tab.Respond(id, "A", "early")
 	require.NoError(t, err)
 	require.False(t, ended)
@@ -117,7 +117,7 @@ func TestRangedIDsHeldBackAndUnsent(t *testing.T) {
 	require.Equal(t, "early", f.Response)
 	require.Equal(t, id, f.ID)
 
-	id = tab.Add(nobody, refs["A"], 0, time.Hour)
+	id = tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
 	_, ok := tab.Unsend(id)
 	require.True(t, ok)
 	_, _, err = tab.Respond(id, "A", nil)
@@ -142,8 +142,8 @@ func TestRangedIDsWhenEveryIDIsRemembered(t *testing.T) {
 	b := pending(tab, refs["A"])
 	// Two notifications take new slots, so the requests' slots stay free
 	// (and remember a and b) once they end.
-	tab.Notify(refs["A"], 0, time.Hour)
-	tab.Notify(refs["A"], 0, time.Hour)
+	tab.Notify(refs["A"], 0, time.Hour, Terms{})
+	tab.Notify(refs["A"], 0, time.Hour, Terms{})
 	for _, id := range []RequestID{a, b} {
 		_, _, err := tab.Respond(id, "A", nil)
 		require.NoError(t, err)
@@ -154,5 +154,5 @@ func TestRangedIDsWhenEveryIDIsRemembered(t *testing.T) {
 	d := pending(tab, refs["A"])
 	require.Equal(t, b, d)
 	require.Equal(t, 2, tab.Len())
-	require.Panics(t, func() { tab.Add(nobody, refs["A"], 0, time.Hour) }, "more requests than IDs")
+	require.Panics(t, func() { tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}) }, "more requests than IDs")
 }

@@ -11,7 +11,7 @@ import (
 // with its receiver, the peer it was sent to and when; and each
 // notification, until the peer has had time to digest it. Every one has its
 // deadline in the same slot as its record (a timeouts.Slab), so a pending
-// request costs one 56-byte slot, and its ID is the slot's handle (unless
+// request costs one 64-byte slot, and its ID is the slot's handle (unless
 // the IDs are limited to a range: see SetIDRange).
 //
 // The table hands out request IDs and decides, for each event that can end
@@ -58,6 +58,20 @@ type entry struct {
 	linked     bool
 	held       Reason // outcome held back while sending; while free, how the request before the last ended
 	lastEnd    Reason // how the slot's last ended request ended (answered is heldResponse)
+	terms      Terms
+}
+
+// Terms are what the scheduler agreed to when it sent a message, kept with
+// the message so that it can settle them when the message ends, whichever
+// way it ends. The table stores them and hands them back in Finished; it
+// never reads them.
+type Terms struct {
+	// Load is how many messages the peer had in flight when this one was
+	// sent, itself included: what the peer's limiter is told.
+	Load int32
+	// Class is the limit.ClassID of the class the message booked, plus one,
+	// so that the zero Terms books none.
+	Class int32
 }
 
 // heldResponse marks a response in entry.held and entry.lastEnd, beside the
@@ -83,7 +97,8 @@ type Finished struct {
 	SentAt       time.Duration
 	Response     any    // the response, when answered
 	Reason       Reason // 0 when answered
-	Notification bool   // a notification, done being digested
+	Notification bool   // a notification, done being digested (or gone with its peer)
+	Terms        Terms  // as given to Add or Notify
 }
 
 // Answered reports whether the request ended with a response.
@@ -122,15 +137,15 @@ func (t *Table) Register(ref peer.Ref, id peer.ID) {
 }
 
 // Add records a new request to the peer ref, sent at now with a deadline
-// timeout later, in the sending state, and returns its ID. The peer must be
-// registered.
-func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration) RequestID {
+// timeout later under terms, in the sending state, and returns its ID. The
+// peer must be registered.
+func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration, terms Terms) RequestID {
 	h, e := t.slab.AllocArmed(now, timeout)
 	// Field by field, not *e = entry{...}: a whole-struct store of a type
 	// with pointers goes through typedmemmove. lastEnd is kept: while the
 	// slot serves this request it tells how the slot's previous request
 	// ended, to classify a stray response to it.
-	e.receiver, e.state, e.held = r, stateSending, 0
+	e.receiver, e.state, e.held, e.terms = r, stateSending, 0, terms
 	t.link(e, h.Slot(), ref)
 	t.n++
 	if t.ids == nil {
@@ -140,21 +155,23 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration) Reques
 	return RequestID(t.ids.issue(h, func(old timeouts.Handle) bool { return t.slab.Get(old) != nil }))
 }
 
-// Notify records a notification sent to the peer ref at now, which keeps a
-// channel closed until digest later. Expire reports it when it is done; a
-// disconnect of its peer forgets it. If ref is not registered (the peer
-// disconnected while the notification was sent) there is no channel to
-// hold, and Notify does nothing.
-func (t *Table) Notify(ref peer.Ref, now, digest time.Duration) {
+// Notify records a notification sent to the peer ref at now under terms,
+// which keeps a channel closed until digest later, and reports true. Expire
+// reports it when it is done, and FailPeer when its peer disconnects first.
+// If ref is not registered (the peer disconnected while the notification was
+// sent) there is no channel to hold: Notify records nothing and reports
+// false.
+func (t *Table) Notify(ref peer.Ref, now, digest time.Duration, terms Terms) bool {
 	if !t.registered(ref) {
-		return
+		return false
 	}
 	h, e := t.slab.AllocArmed(now, digest)
-	e.receiver, e.state, e.held = nil, stateDigesting, 0
+	e.receiver, e.state, e.held, e.terms = nil, stateDigesting, 0, terms
 	t.link(e, h.Slot(), ref)
 	if t.ids != nil {
 		t.ids.forget(h.Slot())
 	}
+	return true
 }
 
 // Next reports the earliest deadline of any message. ok is false if there
@@ -298,10 +315,10 @@ func (t *Table) Expire(now time.Duration) (f Finished, ok bool) {
 	}
 }
 
-// FailPeer ends every request to the peer ref with reason Disconnected,
-// appending them to dst, forgets its notifications (their channels go with
-// the peer), and forgets the peer. Requests still being sent are held back
-// as disconnected.
+// FailPeer ends every request to the peer ref with reason Disconnected, and
+// every notification it is digesting, appending them to dst (their channels
+// go with the peer), and forgets the peer. Requests still being sent are
+// held back as disconnected.
 func (t *Table) FailPeer(ref peer.Ref, dst []Finished) []Finished {
 	if !t.registered(ref) {
 		return dst
@@ -319,7 +336,7 @@ func (t *Table) FailPeer(ref peer.Ref, dst []Finished) []Finished {
 			}
 			t.slab.Disarm(h)
 		case stateDigesting:
-			t.finish(h, e, 0, nil)
+			dst = append(dst, t.finish(h, e, 0, nil))
 		default:
 			dst = append(dst, t.finish(h, e, Disconnected, nil))
 		}
@@ -378,6 +395,7 @@ func (t *Table) finish(h timeouts.Handle, e *entry, reason Reason, response any)
 		PeerID:   t.peerID(e),
 		Reason:   reason,
 		Response: response,
+		Terms:    e.terms,
 	}
 	end := reason
 	if e.state == stateDigesting {

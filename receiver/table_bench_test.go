@@ -23,7 +23,7 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 				var rec Receiver = nobody // boxed once, not per Add
 				ids := make([]RequestID, inflight)
 				for i := range ids {
-					ids[i] = tab.Add(rec, ref, 0, time.Hour)
+					ids[i] = tab.Add(rec, ref, 0, time.Hour, Terms{})
 					tab.Sent(ids[i])
 				}
 				for i := 0; b.Loop(); i++ {
@@ -31,7 +31,7 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 					if _, ended, err := tab.Respond(ids[j], "A", nil); err != nil || !ended {
 						b.Fatal(err)
 					}
-					ids[j] = tab.Add(rec, ref, 0, time.Hour)
+					ids[j] = tab.Add(rec, ref, 0, time.Hour, Terms{})
 					tab.Sent(ids[j])
 				}
 			})

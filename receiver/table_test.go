@@ -40,14 +40,15 @@ func pending(tab *Table, ref peer.Ref) RequestID {
 }
 
 func pendingFor(tab *Table, ref peer.Ref, timeout time.Duration) RequestID {
-	id := tab.Add(nobody, ref, 0, timeout)
+	id := tab.Add(nobody, ref, 0, timeout, Terms{})
 	tab.Sent(id)
 	return id
 }
 
 func TestEntrySize(t *testing.T) {
-	// With the slab's 24-byte header, a pending request costs 56 bytes.
-	require.Equal(t, uintptr(32), unsafe.Sizeof(entry{}))
+	// With the slab's 24-byte header, a pending request costs 64 bytes:
+	// 1024 slots are exactly eight runtime pages.
+	require.Equal(t, uintptr(40), unsafe.Sizeof(entry{}))
 }
 
 func TestIDsAreNonzeroAndNeverRepeatWhileSlotsAreReused(t *testing.T) {
@@ -102,7 +103,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	tab, refs := fixture(t, "A")
 
 	// A response that arrives while the host is still sending waits for Sent.
-	id := tab.Add(nobody, refs["A"], 5*time.Millisecond, time.Hour)
+	id := tab.Add(nobody, refs["A"], 5*time.Millisecond, time.Hour, Terms{})
 	_, ended, err := tab.Respond(id, "A", "early")
 	require.NoError(t, err)
 	require.False(t, ended)
@@ -116,7 +117,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	require.False(t, ok, "the answered request's deadline is gone with it")
 
 	// A failed send drops whatever was held: no receiver is ever called.
-	id = tab.Add(nobody, refs["A"], 0, time.Second)
+	id = tab.Add(nobody, refs["A"], 0, time.Second, Terms{})
 	_, ended = tab.Expire(time.Second)
 	require.False(t, ended, "a timeout during the send is held back, not reported")
 	f, ok = tab.Unsend(id)
@@ -127,7 +128,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownRequest)
 
 	// A timeout held back is applied by Sent.
-	id = tab.Add(nobody, refs["A"], 0, time.Second)
+	id = tab.Add(nobody, refs["A"], 0, time.Second, Terms{})
 	tab.Expire(2 * time.Second)
 	f, ended = tab.Sent(id)
 	require.True(t, ended)
@@ -144,13 +145,18 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	for range 100 {
 		pending(tab, refs["B"])
 	}
-	sending := tab.Add(nobody, refs["A"], 0, time.Second)
-	tab.Notify(refs["A"], 0, time.Second)
+	sending := tab.Add(nobody, refs["A"], 0, time.Second, Terms{Load: 5, Class: 2})
+	require.True(t, tab.Notify(refs["A"], 0, time.Second, Terms{Load: 6, Class: 3}))
 
 	done := tab.FailPeer(refs["A"], nil)
 	require.Equal(t, 5, tab.Visited(), "A's three requests, the one being sent and the notification")
-	require.Len(t, done, 3)
+	require.Len(t, done, 4)
 	for _, f := range done {
+		if f.Notification {
+			require.Equal(t, Terms{Load: 6, Class: 3}, f.Terms, "its terms come back to be settled")
+			require.Zero(t, f.ID)
+			continue
+		}
 		require.Equal(t, Disconnected, f.Reason)
 		require.Contains(t, toA, f.ID)
 	}
@@ -159,6 +165,7 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	f, ended := tab.Sent(sending)
 	require.True(t, ended)
 	require.Equal(t, Disconnected, f.Reason)
+	require.Equal(t, Terms{Load: 5, Class: 2}, f.Terms)
 	require.Equal(t, peer.Ref{}, f.Peer, "its peer is gone: there is no channel to reopen")
 	require.Equal(t, 100, tab.Len())
 
@@ -171,8 +178,8 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 
 func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	tab.Notify(refs["A"], 10, 5)
-	id := tab.Add(nobody, refs["A"], 10, 5)
+	tab.Notify(refs["A"], 10, 5, Terms{})
+	id := tab.Add(nobody, refs["A"], 10, 5, Terms{})
 	tab.Sent(id)
 	require.Equal(t, 1, tab.Len(), "a notification is not a request in flight")
 
@@ -189,7 +196,7 @@ func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
 	require.Equal(t, Timeout, f.Reason)
 
 	// Stop: FailAll reports notifications too, so their channels reopen.
-	tab.Notify(refs["A"], 20, 5)
+	tab.Notify(refs["A"], 20, 5, Terms{})
 	pending(tab, refs["A"])
 	done := tab.FailAll(nil)
 	require.Len(t, done, 2)
@@ -216,7 +223,7 @@ func TestResponsesNamingANotificationSlotAreUnknown(t *testing.T) {
 	// response to the ID it would have had as a request.
 	_, _, err := tab.Respond(ids[1], "A", nil)
 	require.NoError(t, err)
-	tab.Notify(refs["A"], 0, time.Second)
+	tab.Notify(refs["A"], 0, time.Second, Terms{})
 	forged := ids[1] + 1<<32
 	_, _, err = tab.Respond(forged, "A", nil)
 	require.ErrorIs(t, err, ErrUnknownRequest)
@@ -231,7 +238,7 @@ func TestResponsesNamingANotificationSlotAreUnknown(t *testing.T) {
 
 func TestWithdrawLeavesTheRequestOutstandingWithoutAReceiver(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	id := tab.Add(Funcs{Failure: func(RequestID, peer.ID, Reason) {}}, refs["A"], 0, time.Hour)
+	id := tab.Add(Funcs{Failure: func(RequestID, peer.ID, Reason) {}}, refs["A"], 0, time.Hour, Terms{})
 	tab.Sent(id)
 	require.True(t, tab.Withdraw(id))
 	require.False(t, tab.Withdraw(id))
@@ -265,8 +272,8 @@ func TestNotifyingAGonePeerHoldsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, old.Slot(), successor.Slot())
 	tab.Register(successor, "B")
-	tab.Notify(old, 0, time.Second)
-	tab.Notify(peer.Ref{}, 0, time.Second)
+	require.False(t, tab.Notify(old, 0, time.Second, Terms{}))
+	require.False(t, tab.Notify(peer.Ref{}, 0, time.Second, Terms{}))
 	_, ok := tab.Next()
 	require.False(t, ok, "nothing was recorded")
 	_, ok = tab.Expire(time.Hour)

@@ -35,6 +35,7 @@ const (
 	callResponse
 	callFailure
 	callDiscard
+	callReport // a panic in a peer's Limiter, recovered under the locks, to log outside them
 )
 
 func (k callbackKind) String() string {
@@ -45,6 +46,8 @@ func (k callbackKind) String() string {
 		return "Receiver.OnResponse"
 	case callFailure:
 		return "Receiver.OnFailure"
+	case callReport:
+		return "limit.Limiter"
 	}
 	return "Sender.OnDiscard"
 }
@@ -226,6 +229,9 @@ func (s *Scheduler) invoke(c *callback) {
 		c.receiver.OnFailure(c.id, c.from, c.reason)
 	case callDiscard:
 		c.sender.OnDiscard()
+	case callReport:
+		p := c.response.(*peer.LimiterPanic)
+		s.log.Error("peersched: recovered a panic in user code", "in", c.kind.String(), "panic", p.Value, "stack", string(p.Stack))
 	}
 	returned = true
 }

@@ -1,6 +1,11 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/peersched/peersched/limit"
+	"github.com/peersched/peersched/receiver"
+)
 
 // Every request and notification has one deadline, kept with its record in
 // the request table and ordered by (deadline, order armed), and a single
@@ -60,12 +65,26 @@ func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 			s.callbacksMu.Lock()
 			s.oweLocked(&f)
 			s.callbacksMu.Unlock()
-			// A timeout is evidence too: the peer took at least this long.
-			// Without it a peer that never answers would keep the response
-			// time of a peer with no samples, 0, and be offered before every
-			// peer that answers.
-			s.pool.ObserveRTT(f.Peer, now-f.SentAt)
+			// A timeout is evidence too: the peer took at least this long,
+			// and may be overloaded. Without it a peer that never answers
+			// would keep the response time of a peer with no samples, 0, and
+			// be offered before every peer that answers.
+			s.observeLocked(&f, limit.TimedOut, now)
 		}
 		reopened = s.pool.Reopen(f.Peer) || reopened
+	}
+}
+
+// observeLocked tells the pool how the request f ended at now, for its peer's
+// response time and limit. A panic in the peer's Limiter is counted at once
+// and reported through the logger once no lock is held. Caller holds
+// offersMu and requestsMu.
+func (s *Scheduler) observeLocked(f *receiver.Finished, outcome limit.Outcome, now time.Duration) {
+	sample := limit.Sample{Outcome: outcome, RTT: now - f.SentAt, InFlight: int(f.Terms.Load), Now: now}
+	if p := s.pool.Observe(f.Peer, sample); p != nil {
+		s.panics.Add(1)
+		s.callbacksMu.Lock()
+		s.pending.push(callback{kind: callReport, response: p})
+		s.callbacksMu.Unlock()
 	}
 }

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 
+	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -30,6 +31,11 @@ var (
 	ErrChannelUsed    = offer.ErrChannelUsed
 	ErrSizeExceeded   = offer.ErrSizeExceeded
 	ErrPeerGone       = offer.ErrPeerGone
+	ErrPeerAtLimit    = offer.ErrPeerAtLimit
+
+	// ErrBadBounds: ConnectWith was given limit bounds that do not satisfy
+	// 1 <= Min <= Start <= Max.
+	ErrBadBounds = limit.ErrBadBounds
 
 	ErrNilReceiver       = receiver.ErrNilReceiver
 	ErrBadTimeout        = receiver.ErrBadTimeout

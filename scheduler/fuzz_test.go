@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"flag"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -111,6 +113,7 @@ func (in *bytesIn) take(n int) bytesIn {
 // schedulerAPI is the Scheduler's public API; the model has it too.
 type schedulerAPI interface {
 	Connect(p peer.Peer, channels int) error
+	ConnectWith(p peer.Peer, opts peer.Options) error
 	Disconnect(id peer.ID) error
 	Schedule(snd offer.Sender, priority int) (offer.Ticket, error)
 	WithdrawSender(t offer.Ticket) bool
@@ -129,6 +132,10 @@ type fuzzSide struct {
 	mock  *clock.Mock // real side
 	model *model      // model side
 	cfg   Config
+	// extended is set for programs that begin with extendedMarker: they
+	// read more bytes for the traffic controls (see runFuzzProgram), where
+	// the programs before them read none, so those keep their meaning.
+	extended bool
 
 	log        []string // every callback and every operation's result
 	violations []string
@@ -220,12 +227,23 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 	case opConnect:
 		id, channels := fuzzPeerName(in.next()), 1+int(in.next()%3)
 		p := &fuzzPeer{sd: sd, id: id, plan: in.take(int(in.next() % 8))}
+		connect, how := func() error { return sd.api.Connect(p, channels) }, ""
+		if sd.extended {
+			switch kind := in.next(); kind % 4 {
+			case 1:
+				l := &fuzzLimiter{sd: sd, peer: id, limit: channels, plan: in.take(int(kind>>2) % 16)}
+				connect, how = func() error { return sd.api.ConnectWith(p, peer.Options{Limiter: l}) }, " driven"
+			case 2:
+				b := limit.Bounds{Min: 1, Start: channels, Max: channels + 3}
+				connect, how = func() error { return sd.api.ConnectWith(p, peer.Options{Bounds: b}) }, " vegas"
+			}
+		}
 		// Offers may come before Connect returns.
 		was := sd.connected[id]
 		sd.connected[id] = true
-		err := sd.api.Connect(p, channels)
+		err := connect()
 		sd.returned(nested)
-		sd.logf("connect %s/%d: %s", id, channels, errClass(err))
+		sd.logf("connect %s/%d%s: %s", id, channels, how, errClass(err))
 		if err != nil {
 			sd.connected[id] = was
 		}
@@ -378,7 +396,7 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 	var view []string
 	for i := range st.Len {
 		c, _ := o.Channel(i)
-		view = append(view, fmt.Sprintf("%s/%d/%v", c.Peer, c.Closed, c.RTT))
+		view = append(view, fmt.Sprintf("%s/%d/%d/%v", c.Peer, c.Closed, c.Limit, c.RTT))
 		if !sd.connected[c.Peer] {
 			sd.violate("s%d offered a channel of %s, which is not connected", s.n, c.Peer)
 		}
@@ -594,6 +612,13 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 	sd := p.sd
 	id := receiver.RequestID(requestID)
 	sd.logf("%s send %#x %v", p.id, requestID, message)
+	// Promise 15: the message's channel closed only because the peer had
+	// fewer messages in flight than its limit.
+	for _, u := range sd.api.PeerUsage(nil) {
+		if u.ID == p.id && u.Closed > u.Limit {
+			sd.violate("%s sent a message with %d in flight, above its limit %d", p.id, u.Closed, u.Limit)
+		}
+	}
 	if id != 0 {
 		sd.ids = append(sd.ids, id)
 		sd.idPeer[id] = p.id
@@ -629,6 +654,26 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 	return nil
 }
 
+// fuzzLimiter is a peer's limiter whose every decision comes from its plan:
+// each observation is logged, so both sides must show the same samples in
+// the same order, and moves the limit to the next value the plan names
+// (which may be 0, for the scheduler to clamp; past its plan it holds).
+type fuzzLimiter struct {
+	sd    *fuzzSide
+	peer  peer.ID
+	plan  bytesIn
+	limit int
+}
+
+func (l *fuzzLimiter) Limit() int { return l.limit }
+
+func (l *fuzzLimiter) Observe(s limit.Sample) {
+	l.sd.logf("%s limiter: %v after %v, %d in flight, at %v", l.peer, s.Outcome, s.RTT, s.InFlight, s.Now)
+	if b := l.plan.next(); b != 0 {
+		l.limit = int(b % 5) // 0 to 4
+	}
+}
+
 var errClasses = []struct {
 	name string
 	err  error
@@ -637,7 +682,7 @@ var errClasses = []struct {
 	{"already connected", ErrAlreadyConnected}, {"unknown peer", ErrUnknownPeer},
 	{"nil sender", ErrNilSender}, {"too many senders", ErrTooManySenders},
 	{"expired", ErrOfferExpired}, {"no such channel", ErrNoSuchChannel}, {"channel used", ErrChannelUsed},
-	{"size exceeded", ErrSizeExceeded}, {"peer gone", ErrPeerGone}, {"nil receiver", ErrNilReceiver},
+	{"size exceeded", ErrSizeExceeded}, {"peer gone", ErrPeerGone}, {"peer at its limit", ErrPeerAtLimit}, {"nil receiver", ErrNilReceiver},
 	{"bad timeout", ErrBadTimeout}, {"too many requests", ErrTooManyRequests},
 	{"unknown request", ErrUnknownRequest}, {"wrong peer", ErrWrongPeer},
 	{"duplicate", ErrDuplicateResponse}, {"late", ErrLateResponse},
@@ -663,6 +708,8 @@ func sortedUsage(api schedulerAPI) []peer.Usage {
 	return u
 }
 
+var fuzzShowLog = flag.Bool("fuzz.log", false, "FuzzScheduler: log what each program did (the real side's log), to check a seed does what it says")
+
 func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 	// A program that hangs would stall the fuzzer without a report; this
 	// real-time watchdog, outside the bubble, crashes the worker instead,
@@ -674,6 +721,10 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 	defer watchdog.Stop()
 	synctest.Test(t, func(t *testing.T) {
 		in := bytesIn{b: data}
+		extended := len(data) > 0 && data[0] == extendedMarker
+		if extended {
+			in.next()
+		}
 		cfg := Config{
 			MaxSenders:       [4]int{0, 2, 3, 5}[in.next()%4],
 			MaxRequests:      [4]int{0, 0, 2, 4}[in.next()%4],
@@ -690,6 +741,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 		m := newModel(cfg)
 		rs, ms := newFuzzSide("real", s, cfg), newFuzzSide("model", m, cfg)
 		rs.mock, ms.model = mock, m
+		rs.extended, ms.extended = extended, extended
 
 		var settle func()
 		if !inline {
@@ -752,6 +804,9 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 		rs.logf("final stop")
 		ms.logf("final stop")
 		check(-1, "final stop")
+		if *fuzzShowLog {
+			t.Log("\n" + strings.Join(rs.log, "\n"))
+		}
 		finalChecks(t, rs, s.Stats())
 		finalChecks(t, ms, m.Stats())
 		if n := logs.count("peersched: recovered a panic in user code"); uint64(n) != s.Stats().PanicsHandled {
@@ -885,7 +940,30 @@ var fuzzSeeds = [][]byte{
 	// receiver that schedules, a discarded sender that connects.
 	program(0, 0, 0, connectOp(1, 2), connectOp(2, 2), scheduleOp(0, 5, 0, opByte(opDisconnect), 2),
 		scheduleOp(0, 0, 0, 1, opByte(opSchedule)), advanceOp(6), scheduleOp(0, 1, 0, 1, opByte(opConnect)), stopOp()),
+
+	// Extended programs.
+	// A limit that falls with requests in flight, retiring their channels
+	// as they end, then rises again; a timeout is shown to the limiter too.
+	extendedProgram(0, 0, 0, connectDrivenOp(1, 3, []byte{1, 1, 4, 3}), connectFixedOp(2, 1),
+		scheduleOp(0, 2, 3<<5), scheduleOp(0, 0, 0), deliverOp(1), deliverOp(1), advanceOp(6),
+		scheduleOp(0, 2, 3<<5), deliverOp(0), advanceOp(6)),
+	// The limit falls while an offer listing the peer's channel is open:
+	// during the offer's first send the host delivers an earlier answer,
+	// the limiter lowers the limit to 1, and the offer's second send finds
+	// the peer at its limit.
+	extendedProgram(0, 0, 0, connectDrivenOp(1, 3, []byte{1}, 0, 6, 0, opByte(opDeliver), 1, 0),
+		scheduleOp(0, 0, 0), scheduleOp(0, 2, 1<<5), advanceOp(6)),
+	// Vegas, fed by answers and timeouts.
+	extendedProgram(0, 0, 0, connectVegasOp(1, 2), scheduleOp(0, 2, 3<<5), deliverOp(0), deliverOp(1),
+		scheduleOp(0, 2, 3<<5), advanceOp(6), scheduleOp(0, 2, 3<<5), deliverOp(0), advanceOp(6)),
 }
+
+// extendedMarker, as a program's first byte, makes it an extended program:
+// its connects read one more byte, for the peer's limit (mod 4: 1 driven by a
+// fuzzLimiter whose plan length is the byte's upper bits, 2 Vegas, else
+// fixed).
+// A program whose first byte is anything else reads as it always has.
+const extendedMarker = 0xff
 
 // The program encoder: each function writes one operation as exec reads it.
 
@@ -912,6 +990,27 @@ func connectOp(peer, channels byte, hostPlan ...byte) []byte {
 // two more bytes for its receiver's plan.
 func scheduleOp(priority byte, plan ...byte) []byte {
 	return slices.Concat([]byte{opByte(opSchedule), priority, byte(len(plan) - 1)}, plan)
+}
+
+// extendedProgram is program for an extended program.
+func extendedProgram(maxSenders, maxRequests, maxOffer byte, ops ...[]byte) []byte {
+	return slices.Concat([]byte{extendedMarker}, program(maxSenders, maxRequests, maxOffer, ops...))
+}
+
+// connectFixedOp, connectDrivenOp and connectVegasOp are connectOp in an
+// extended program, with a fixed limit, a limit driven by the values of
+// limits (each byte mod 5; 0 holds), and a Vegas limit within [1,
+// channels+3].
+func connectFixedOp(peer, channels byte, hostPlan ...byte) []byte {
+	return append(connectOp(peer, channels, hostPlan...), 0)
+}
+
+func connectDrivenOp(peer, channels byte, limits []byte, hostPlan ...byte) []byte {
+	return slices.Concat(connectOp(peer, channels, hostPlan...), []byte{1 | byte(len(limits))<<2}, limits)
+}
+
+func connectVegasOp(peer, channels byte, hostPlan ...byte) []byte {
+	return append(connectOp(peer, channels, hostPlan...), 2)
 }
 
 func deliverOp(recent byte) []byte          { return []byte{opByte(opDeliver), recent} }

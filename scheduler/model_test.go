@@ -34,6 +34,14 @@ package scheduler
 //     remembers how the message it served just before its current one
 //     ended; a response to an older request of the slot is late.
 //   - A timeout feeds the peer's smoothed RTT, as a response does.
+//   - A peer has a limit, fixed or set by its limiter, and as many open
+//     channels as its limit leaves after its messages in flight, never
+//     fewer than none. A response or a timeout (not a disconnect, a stop or
+//     a refused send, nor a request ended while it is being sent) is shown
+//     to the peer's limiter, before its channel reopens: with its RTT, the
+//     peer's load when it was sent, and the time. A channel whose message
+//     ends reopens only if the peer is within its limit, and only then is
+//     it an opening; a higher limit that opens channels is one opening too.
 //   - A request being sent (the host's Send has not returned) keeps the first
 //     outcome that comes for it and reports it when Send returns; if Send
 //     fails, the outcome is dropped and the receiver never called.
@@ -46,6 +54,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -81,12 +90,13 @@ type model struct {
 }
 
 type mPeer struct {
-	p                peer.Peer
-	id               peer.ID
-	channels, closed int
-	rtt              time.Duration
-	gone             bool
-	requests         []*mReq // outstanding, and notifications being digested, oldest first
+	p             peer.Peer
+	id            peer.ID
+	limit, closed int
+	limiter       limit.Limiter // nil for a fixed limit
+	rtt           time.Duration
+	gone          bool
+	requests      []*mReq // outstanding, and notifications being digested, oldest first
 }
 
 type mSender struct {
@@ -140,6 +150,7 @@ type mReq struct {
 	r        receiver.Receiver // nil once withdrawn
 	to       *mPeer
 	sentAt   time.Duration
+	load     int // the peer's messages in flight when it was sent, itself included
 	deadline *mDeadline
 	sending  bool
 	held     outcome // the first outcome that came while sending
@@ -228,9 +239,11 @@ func (m *model) call(f func()) {
 	f()
 }
 
+func (p *mPeer) open() int { return max(p.limit-p.closed, 0) }
+
 func (m *model) open() (n int) {
 	for _, p := range m.peers {
-		n += p.channels - p.closed
+		n += p.open()
 	}
 	return n
 }
@@ -300,7 +313,7 @@ func (m *model) best() []mChannel {
 	}
 	var all []cand
 	for _, p := range m.peers {
-		for k := range p.channels - p.closed {
+		for k := range p.open() {
 			all = append(all, cand{p, k})
 		}
 	}
@@ -313,7 +326,7 @@ func (m *model) best() []mChannel {
 	}
 	out := make([]mChannel, len(all))
 	for i, c := range all {
-		out[i] = mChannel{c.p, offer.ChannelOf(peer.Choice{ID: c.p.id, Closed: c.p.closed, RTT: c.p.rtt})}
+		out[i] = mChannel{c.p, offer.ChannelOf(peer.Choice{ID: c.p.id, Closed: c.p.closed, Limit: c.p.limit, RTT: c.p.rtt})}
 	}
 	return out
 }
@@ -333,7 +346,31 @@ func (m *model) Connect(p peer.Peer, channels int) error {
 	case m.peers[id] != nil:
 		return ErrAlreadyConnected
 	}
-	m.peers[id] = &mPeer{p: p, id: id, channels: channels}
+	m.peers[id] = &mPeer{p: p, id: id, limit: channels}
+	m.openings++
+	m.want()
+	return nil
+}
+
+// ConnectWith is Connect with the peer's limit from its limiter (clamped to
+// at least one).
+func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
+	if p == nil {
+		return ErrNilPeer
+	}
+	l, err := opts.NewLimiter()
+	if err != nil {
+		return err
+	}
+	start := l.Limit()
+	id := p.ID()
+	switch {
+	case m.stopped:
+		return ErrStopped
+	case m.peers[id] != nil:
+		return ErrAlreadyConnected
+	}
+	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l}
 	m.openings++
 	m.want()
 	return nil
@@ -365,20 +402,25 @@ func (m *model) Disconnect(id peer.ID) error {
 	return nil
 }
 
-// reopen reopens a channel of each peer still connected; each reopening
-// counts, and offers follow.
-func (m *model) reopen(ps []*mPeer) {
-	if len(ps) == 0 {
-		m.run()
+// endMessage takes one message off p: its channel reopens, and that is an
+// opening, if p is connected and within its limit.
+func (m *model) endMessage(p *mPeer) {
+	if p.gone || p.closed == 0 {
 		return
 	}
-	for _, p := range ps {
-		if !p.gone && p.closed > 0 {
-			p.closed--
-			m.openings++
-		}
+	p.closed--
+	if p.closed < p.limit {
+		m.openings++
 	}
-	m.want()
+}
+
+// after runs what follows a step: offers too if a message ended.
+func (m *model) after(ended bool) {
+	if ended {
+		m.want()
+		return
+	}
+	m.run()
 }
 
 // --- senders ---
@@ -451,6 +493,8 @@ func (c *modelCarrier) claim(generation uint64, i int) (*mPeer, error) {
 		return nil, ErrSizeExceeded
 	case o.channels[i].p.gone:
 		return nil, ErrPeerGone
+	case o.channels[i].p.open() == 0:
+		return nil, ErrPeerAtLimit
 	}
 	o.used[i] = true
 	o.sent++
@@ -486,6 +530,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	}
 	p.closed++
 	q := m.add(r, p)
+	q.load = p.closed
 	q.deadline = m.arm(timeout, q)
 	if err := m.hostSend(p, uint64(q.id), message); err != nil {
 		m.disarm(q)
@@ -503,7 +548,8 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	q.sending = false
 	if q.held != none {
 		m.finish(q, q.held)
-		m.reopen([]*mPeer{p})
+		m.endMessage(p)
+		m.want()
 	}
 	return q.id, nil
 }
@@ -531,10 +577,7 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	m.sendEnded(o, true)
 	m.st.Notified++
 	if m.stopped {
-		if !p.gone {
-			p.closed--
-			m.openings++
-		}
+		m.endMessage(p)
 	} else if !p.gone {
 		q := m.add(nil, p)
 		q.note, q.sending = true, false
@@ -648,7 +691,7 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 	if m.stopped {
 		return ErrStopped
 	}
-	reopen := m.expire()
+	ended := m.expire()
 	q := m.lookup(id)
 	slot := int64(uint32(id)) - 1
 	reused := q == nil && slot >= 0 && slot < int64(len(m.slots)) && uint32(id>>32) != 0 && uint32(id>>32) < m.slots[slot].generation
@@ -686,11 +729,25 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 	default:
 		q.response = response
 		m.finish(q, answered)
-		reopen = append(reopen, q.to)
-		m.observeRTT(q.to, m.now-q.sentAt)
+		m.observe(q, limit.Answered)
+		m.endMessage(q.to)
+		ended = true
 	}
-	m.reopen(reopen)
+	m.after(ended)
 	return err
+}
+
+// observe shows how q ended to its peer: its smoothed RTT, and its limiter.
+func (m *model) observe(q *mReq, outcome limit.Outcome) {
+	p := q.to
+	if p.gone {
+		return
+	}
+	m.observeRTT(p, m.now-q.sentAt)
+	if p.limiter != nil {
+		p.limiter.Observe(limit.Sample{Outcome: outcome, RTT: m.now - q.sentAt, InFlight: q.load, Now: m.now})
+		p.limit = min(max(p.limiter.Limit(), 1), peer.MaxChannelsPerPeer)
+	}
 }
 
 // observeRTT folds a sample into the peer's smoothed RTT: 1/8 weight, and 0
@@ -718,8 +775,9 @@ func (m *model) disarm(q *mReq) {
 }
 
 // expire fires every deadline at or before now, in (deadline, arming) order,
-// and returns the channels to reopen.
-func (m *model) expire() (reopen []*mPeer) {
+// ending each message (its limiter told first) before the next, and reports
+// whether any ended.
+func (m *model) expire() (ended bool) {
 	slices.SortFunc(m.deadlines, func(a, b *mDeadline) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.order, b.order)) })
 	due := 0
 	for due < len(m.deadlines) && m.deadlines[due].at <= m.now {
@@ -731,17 +789,19 @@ func (m *model) expire() (reopen []*mPeer) {
 		switch q := d.req; {
 		case q.note:
 			m.release(q, unsentMsg)
-			reopen = append(reopen, q.to)
+			m.endMessage(q.to)
+			ended = true
 		case q.sending:
 			m.hold(q, timedOut)
 			q.deadline = nil
 		default:
 			m.finish(q, timedOut)
-			m.observeRTT(q.to, m.now-q.sentAt) // a timeout is a sample too
-			reopen = append(reopen, q.to)
+			m.observe(q, limit.TimedOut) // a timeout is a sample too
+			m.endMessage(q.to)
+			ended = true
 		}
 	}
-	return reopen
+	return ended
 }
 
 // advance moves time on by d, firing deadlines at their own instants.
@@ -758,7 +818,7 @@ func (m *model) advance(d time.Duration) {
 			break
 		}
 		m.now = next
-		m.reopen(m.expire())
+		m.after(m.expire())
 	}
 	m.now = end
 }
@@ -783,18 +843,12 @@ func (m *model) Stop() {
 			case q == nil || q.ended != none:
 			case q.note:
 				m.release(q, unsentMsg)
-				if !q.to.gone {
-					q.to.closed--
-					m.openings++
-				}
+				m.endMessage(q.to)
 			case q.sending:
 				m.hold(q, shutDown)
 			default:
 				m.finish(q, shutDown)
-				if !q.to.gone {
-					q.to.closed--
-					m.openings++
-				}
+				m.endMessage(q.to)
 			}
 		}
 		for _, d := range m.deadlines {
@@ -817,7 +871,7 @@ func (m *model) Stats() Stats {
 	st := m.st
 	st.Peers, st.SendersWaiting, st.RequestsInFlight, st.Stopped = len(m.peers), len(m.queue), m.inFlight, m.stopped
 	for _, p := range m.peers {
-		st.ChannelsOpen += p.channels - p.closed
+		st.ChannelsOpen += p.open()
 		st.ChannelsClosed += p.closed
 	}
 	return st
@@ -825,7 +879,7 @@ func (m *model) Stats() Stats {
 
 func (m *model) PeerUsage(dst []peer.Usage) []peer.Usage {
 	for _, p := range m.peers {
-		dst = append(dst, peer.Usage{ID: p.id, Channels: p.channels, Open: p.channels - p.closed, Closed: p.closed, RTT: p.rtt})
+		dst = append(dst, peer.Usage{ID: p.id, Channels: p.open() + p.closed, Open: p.open(), Closed: p.closed, Limit: p.limit, RTT: p.rtt})
 	}
 	return dst
 }

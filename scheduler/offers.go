@@ -123,6 +123,13 @@ func (s *Scheduler) claim(generation uint64, i int) (offer.Channel, peer.Peer, e
 		s.offersMu.Unlock()
 		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerGone, ch.Peer)
 	}
+	if s.pool.OpenOf(ch.Ref()) == 0 {
+		// The peer's limit fell after the offer was made, and took the
+		// channel with it.
+		s.book.Finish(generation, i, false)
+		s.offersMu.Unlock()
+		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerAtLimit, ch.Peer)
+	}
 	s.sending.Add(1)
 	return ch, p, nil
 }
@@ -167,9 +174,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.sendSettled()
 		return 0, ErrTooManyRequests
 	}
-	s.pool.Close(ref)
+	load := s.pool.Close(ref)
 	now := s.now()
-	id := s.table.Add(r, ref, now, timeout)
+	id := s.table.Add(r, ref, now, timeout, receiver.Terms{Load: int32(load)})
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -249,7 +256,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		return err
 	}
 	ref := ch.Ref()
-	s.pool.Close(ref)
+	load := s.pool.Close(ref)
 	s.offersMu.Unlock()
 
 	undo := func() {
@@ -287,7 +294,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	stopped := s.stopped
 	if !stopped {
 		now := s.now()
-		s.table.Notify(ref, now, digest)
+		s.table.Notify(ref, now, digest, receiver.Terms{Load: int32(load)})
 		s.armTimerLocked(now)
 	}
 	s.requestsMu.Unlock()

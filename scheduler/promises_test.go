@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/internal/lockorder"
+	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -131,7 +132,7 @@ func TestPromise03_ChannelsAreConserved(t *testing.T) {
 			require.NoError(t, err)
 			w.checkChannels()
 		}
-		require.Equal(t, peer.Usage{ID: "A", Channels: 3, Open: 0, Closed: 3}, w.usage("A"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 3, Open: 0, Closed: 3, Limit: 3}, w.usage("A"))
 
 		// A channel reopens exactly once: by its response, not again by its deadline.
 		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
@@ -167,7 +168,7 @@ func TestPromise03_ChannelsAreConserved(t *testing.T) {
 		require.Zero(t, seen.offerCount())
 		w.connect("A", 1)
 		require.Equal(t, 1, seen.offerCount())
-		require.Equal(t, peer.Usage{ID: "A", Channels: 1, Open: 1}, w.usage("A"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 1, Open: 1, Limit: 1}, w.usage("A"))
 	})
 }
 
@@ -854,3 +855,155 @@ func TestPromise14_BoundedMemory(t *testing.T) {
 		require.Equal(t, 2, st.ChannelsOpen, "a refused request leaves its channel open")
 	})
 }
+
+// drivenLimiter is a peer's Limiter that a test drives: each observation is
+// recorded and sets the limit to next.
+type drivenLimiter struct {
+	mu      sync.Mutex
+	limit   int
+	next    int
+	samples []limit.Sample
+}
+
+func (l *drivenLimiter) Limit() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit
+}
+
+func (l *drivenLimiter) Observe(s limit.Sample) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.samples = append(l.samples, s)
+	l.limit = l.next
+}
+
+func (l *drivenLimiter) setNext(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.next = n
+}
+
+func (l *drivenLimiter) seen() []limit.Sample {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.samples)
+}
+
+func TestPromise15_PerPeerLimits(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		rec := newOutcomes()
+		l := &drivenLimiter{limit: 3, next: 3}
+		a := &hostPeer{id: "A"}
+		// At every send the peer's channel has just closed: it had fewer
+		// messages in flight than its limit.
+		a.onSend = func(uint64, any) {
+			u := w.usage("A")
+			require.LessOrEqual(t, u.Closed, u.Limit, "a send beyond the peer's limit")
+		}
+		require.NoError(t, w.s.ConnectWith(a, peer.Options{Limiter: l}))
+		w.peers["A"] = a
+
+		// Alone, a sender may close every channel the limit gives.
+		var ids []receiver.RequestID
+		greedy := &script{onOffer: func(o offer.Offer) {
+			for i := range o.Size() {
+				c, _ := o.Channel(i)
+				require.Equal(t, 3, c.Limit, "an offer shows the peer's limit")
+				id, err := o.Request(i, "x", rec, time.Second)
+				require.NoError(t, err)
+				ids = append(ids, id)
+			}
+		}}
+		_, err := w.s.Schedule(greedy, 0)
+		require.NoError(t, err)
+		require.Len(t, ids, 3)
+		require.Equal(t, peer.Usage{ID: "A", Channels: 3, Closed: 3, Limit: 3}, w.usage("A"))
+
+		// An answer lowers the limit to 1. Nothing in flight is cancelled:
+		// the two others keep their channels, which retire as they end.
+		l.setNext(1)
+		w.advance(20 * time.Millisecond)
+		require.NoError(t, w.s.Deliver("A", ids[0], "first"))
+		require.Equal(t, []limit.Sample{{Outcome: limit.Answered, RTT: 20 * time.Millisecond, InFlight: 1, Now: 20 * time.Millisecond}},
+			l.seen(), "the limiter sees the answer with its RTT and the load it was sent at")
+		require.Equal(t, peer.Usage{ID: "A", Channels: 2, Closed: 2, Limit: 1, RTT: 20 * time.Millisecond}, w.usage("A"))
+		require.Equal(t, 1, rec.total(), "the other two are still in flight")
+		waiting := &script{onOffer: sendFirst(rec, time.Second, &ids)}
+		_, err = w.s.Schedule(waiting, 0)
+		require.NoError(t, err)
+		require.NoError(t, w.s.Deliver("A", ids[1], "second"))
+		require.Zero(t, waiting.offerCount(), "the channel retired: the peer is at its limit")
+		require.Equal(t, peer.Usage{ID: "A", Channels: 1, Closed: 1, Limit: 1, RTT: 20 * time.Millisecond}, w.usage("A"))
+
+		// The last one times out, below the limit: its channel reopens, and
+		// the waiting sender gets it.
+		w.advance(time.Second)
+		require.Equal(t, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 3, Now: time.Second}, l.seen()[2],
+			"a timeout is shown too")
+		require.Equal(t, 1, waiting.offerCount())
+		require.Len(t, ids, 4)
+		require.Equal(t, 1, w.usage("A").Closed)
+
+		// A higher limit opens channels at once.
+		l.setNext(4)
+		require.NoError(t, w.s.Deliver("A", ids[3], "fourth"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 4, Open: 4, Limit: 4, RTT: w.usage("A").RTT}, w.usage("A"))
+
+		// Ends that say nothing about the peer's capacity are not shown: a
+		// disconnect, a stop, a refused send.
+		seen := len(l.seen())
+		_, err = w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
+		require.NoError(t, err)
+		a.mu.Lock()
+		a.fail = errRefused
+		a.mu.Unlock()
+		refused, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
+		require.NoError(t, err)
+		require.True(t, w.s.WithdrawSender(refused))
+		require.NoError(t, w.s.Disconnect("A"))
+		require.Len(t, l.seen(), seen)
+	})
+
+	// The default is Vegas within the default bounds; bounds are checked.
+	inBubble(t, Config{}, func(w *world) {
+		require.NoError(t, w.s.ConnectWith(&hostPeer{id: "V"}, peer.Options{}))
+		require.Equal(t, peer.DefaultStartLimit, w.usage("V").Limit)
+		require.NoError(t, w.s.ConnectWith(&hostPeer{id: "W"}, peer.Options{Bounds: limit.Bounds{Min: 2, Start: 5, Max: 8}}))
+		require.Equal(t, 5, w.usage("W").Limit)
+		before := w.s.Stats()
+		err := w.s.ConnectWith(&hostPeer{id: "X"}, peer.Options{Bounds: limit.Bounds{Min: 2, Start: 1, Max: 8}})
+		require.ErrorIs(t, err, ErrBadBounds)
+		require.ErrorIs(t, w.s.ConnectWith(nil, peer.Options{}), ErrNilPeer)
+		require.Equal(t, before, w.s.Stats())
+	})
+}
+
+// TestPromise15_ALimiterPanicIsReportedAndTheLimitHolds: a host's limiter is
+// called under the scheduler's lock; a panic in it cannot leave the lock
+// held, and is reported like a callback's.
+func TestPromise15_ALimiterPanicIsReportedAndTheLimitHolds(t *testing.T) {
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))
+	inBubble(t, Config{Logger: logger}, func(w *world) {
+		require.NoError(t, w.s.ConnectWith(&hostPeer{id: "A"}, peer.Options{Limiter: panickyLimiter{}}))
+		var ids []receiver.RequestID
+		_, err := w.s.Schedule(&script{onOffer: sendFirst(newOutcomes(), time.Second, &ids)}, 0)
+		require.NoError(t, err)
+		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
+		require.Equal(t, uint64(1), w.s.Stats().PanicsHandled)
+		require.Equal(t, 2, w.usage("A").Limit)
+		require.Equal(t, 2, w.usage("A").Open)
+		logMu.Lock()
+		out := logs.String()
+		logMu.Unlock()
+		require.Contains(t, out, "limiter exploded")
+		require.Contains(t, out, "limit.Limiter")
+	})
+}
+
+type panickyLimiter struct{}
+
+func (panickyLimiter) Limit() int           { return 2 }
+func (panickyLimiter) Observe(limit.Sample) { panic("limiter exploded") }

@@ -224,7 +224,7 @@ func TestRegression_NotificationForAGonePeerHoldsNoChannelOfItsSuccessor(t *test
 		require.NotZero(t, id)
 
 		w.advance(5 * time.Millisecond) // the notification's digest time
-		require.Equal(t, peer.Usage{ID: "B", Channels: 1, Open: 0, Closed: 1}, w.usage("B"),
+		require.Equal(t, peer.Usage{ID: "B", Channels: 1, Open: 0, Closed: 1, Limit: 1}, w.usage("B"),
 			"B's only channel is still held by its request")
 		w.checkChannels()
 	})

@@ -52,6 +52,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/internal/lockorder"
+	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -220,21 +221,55 @@ func (s *Scheduler) now() time.Duration {
 	return s.clock.Since(s.epoch)
 }
 
-// Connect adds a peer with the given number of channels, all open, and offers
-// them to waiting senders. It fails, changing nothing, with ErrNilPeer,
-// ErrBadChannels, ErrAlreadyConnected (a peer with the same ID is connected)
-// or ErrStopped.
+// Connect adds a peer with a fixed limit of the given number of channels, all
+// open, and offers them to waiting senders. It fails, changing nothing, with
+// ErrNilPeer, ErrBadChannels, ErrAlreadyConnected (a peer with the same ID is
+// connected) or ErrStopped.
 func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 	if p == nil {
 		return ErrNilPeer
 	}
+	return s.connect(p, func(id peer.ID) (peer.Ref, error) { return s.pool.Connect(p, id, channels) })
+}
+
+// ConnectWith adds a peer whose limit (how many messages it may have in
+// flight, its channels) is decided by opts: by default it adapts, starting
+// at a few channels and following what the scheduler observes of the peer
+// (see peer.Options and limit.Vegas). Its channels are offered to waiting
+// senders at once.
+//
+// The peer's Limiter sees every request to the peer that is answered or
+// times out, with its response time and the peer's load when it was sent;
+// requests that end otherwise (disconnect, stop, a send the host refused)
+// say nothing about the peer's capacity and are not shown to it, nor are
+// notifications. A lower limit never cancels a message in flight: the
+// peer's channels stay closed as their messages end, until it is within its
+// limit. PeerUsage reports each peer's current limit.
+//
+// It fails, changing nothing, with ErrNilPeer, ErrBadBounds,
+// ErrAlreadyConnected or ErrStopped.
+func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
+	if p == nil {
+		return ErrNilPeer
+	}
+	l, err := opts.NewLimiter()
+	if err != nil {
+		return err
+	}
+	start := l.Limit() // host code, perhaps: ask before taking any lock
+	return s.connect(p, func(id peer.ID) (peer.Ref, error) { return s.pool.ConnectLimited(p, id, l, start) })
+}
+
+// connect adds p to the pool with add, which is called with p's ID under the
+// offers lock, and offers its channels.
+func (s *Scheduler) connect(p peer.Peer, add func(peer.ID) (peer.Ref, error)) error {
 	id := p.ID() // host code: ask before taking any lock
 	s.offersMu.Lock()
 	if s.stopped {
 		s.offersMu.Unlock()
 		return ErrStopped
 	}
-	ref, err := s.pool.Connect(p, id, channels)
+	ref, err := add(id)
 	if err != nil {
 		s.offersMu.Unlock()
 		return fmt.Errorf("connect %q: %w", id, err)
@@ -267,8 +302,10 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	s.callbacksMu.Lock()
 	for i := range s.finished {
 		f := &s.finished[i]
-		s.countEndLocked(f)
-		s.oweLocked(f)
+		if !f.Notification { // a notification's channel just goes with its peer
+			s.countEndLocked(f)
+			s.oweLocked(f)
+		}
 		*f = receiver.Finished{}
 	}
 	s.callbacksMu.Unlock()
@@ -373,7 +410,7 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	}
 	if ended {
 		s.countEndLocked(&f)
-		s.pool.ObserveRTT(f.Peer, now-f.SentAt)
+		s.observeLocked(&f, limit.Answered, now)
 		reopened = s.pool.Reopen(f.Peer) || reopened
 	}
 	// One acquisition of the callback queue both queues the receiver's

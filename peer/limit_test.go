@@ -1,0 +1,146 @@
+package peer
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/peersched/peersched/limit"
+)
+
+// setLimiter is a Limiter whose limit is whatever the test sets next: each
+// Observe takes the value in next and records the sample.
+type setLimiter struct {
+	limit, next int
+	samples     []limit.Sample
+	panics      any
+}
+
+func (l *setLimiter) Limit() int { return l.limit }
+
+func (l *setLimiter) Observe(s limit.Sample) {
+	if l.panics != nil {
+		panic(l.panics)
+	}
+	l.samples = append(l.samples, s)
+	l.limit = l.next
+}
+
+func answered(rtt time.Duration) limit.Sample { return limit.Sample{Outcome: limit.Answered, RTT: rtt} }
+
+func usageOf(t *testing.T, pl *Pool, id ID) Usage {
+	t.Helper()
+	for _, u := range pl.Usage(nil) {
+		if u.ID == id {
+			return u
+		}
+	}
+	t.Fatalf("%s not connected", id)
+	return Usage{}
+}
+
+func TestLowerLimitRetiresChannelsAsTheirMessagesEnd(t *testing.T) {
+	var pl Pool
+	l := &setLimiter{limit: 4}
+	ref, err := pl.ConnectLimited(fakePeer("a"), "a", l, l.Limit())
+	require.NoError(t, err)
+	for i := range 4 {
+		require.Equal(t, i+1, pl.Close(ref), "Close says how many the peer has in flight")
+	}
+	l.next = 2
+	require.Nil(t, pl.Observe(ref, answered(time.Millisecond)))
+	require.Equal(t, Usage{ID: "a", Channels: 4, Closed: 4, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"),
+		"nothing in flight is taken away")
+	opened := pl.Openings()
+	require.False(t, pl.Reopen(ref), "above the limit: the channel retires")
+	require.False(t, pl.Reopen(ref))
+	require.Equal(t, Usage{ID: "a", Channels: 2, Closed: 2, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
+	require.True(t, pl.Reopen(ref), "within the limit: it opens")
+	require.Equal(t, opened+1, pl.Openings())
+	require.Equal(t, 1, pl.Open())
+	require.Equal(t, 1, pl.ClosedChannels())
+
+	// Lowered below what is in flight while a channel is open: the open
+	// one goes at once.
+	l.next = 1
+	require.Nil(t, pl.Observe(ref, answered(time.Millisecond)))
+	require.Equal(t, Usage{ID: "a", Channels: 1, Closed: 1, Limit: 1, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
+	require.Zero(t, pl.Open())
+	require.Empty(t, pl.Best(nil, 0), "a peer at its limit offers nothing")
+	require.Zero(t, pl.Close(ref))
+}
+
+func TestHigherLimitOpensChannelsAtOnce(t *testing.T) {
+	var pl Pool
+	l := &setLimiter{limit: 1}
+	ref, err := pl.ConnectLimited(fakePeer("a"), "a", l, l.Limit())
+	require.NoError(t, err)
+	require.Equal(t, 1, pl.Close(ref))
+	opened := pl.Openings()
+	l.next = 3
+	require.Nil(t, pl.Observe(ref, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 1}))
+	require.Equal(t, opened+1, pl.Openings(), "new channels count as one opening")
+	require.Equal(t, Usage{ID: "a", Channels: 3, Open: 2, Closed: 1, Limit: 3, RTT: time.Second}, usageOf(t, &pl, "a"))
+	require.Len(t, pl.Best(nil, 0), 2)
+	require.Equal(t, 3, pl.Best(nil, 1)[0].Limit, "a choice carries its peer's limit")
+	require.Equal(t, []limit.Sample{{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 1}}, l.samples)
+
+	// A limit the pool cannot count is clamped; a fixed peer never moves.
+	l.next = 0
+	require.Nil(t, pl.Observe(ref, answered(time.Millisecond)))
+	require.Equal(t, 1, usageOf(t, &pl, "a").Limit)
+	fixed, err := pl.Connect(fakePeer("b"), "b", 2)
+	require.NoError(t, err)
+	require.Nil(t, pl.Observe(fixed, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second}))
+	require.Equal(t, Usage{ID: "b", Channels: 2, Open: 2, Limit: 2, RTT: time.Second}, usageOf(t, &pl, "b"))
+}
+
+func TestLimiterPanicKeepsTheLimit(t *testing.T) {
+	var pl Pool
+	l := &setLimiter{limit: 2, next: 5, panics: "limiter exploded"}
+	ref, err := pl.ConnectLimited(fakePeer("a"), "a", l, 2)
+	require.NoError(t, err)
+	p := pl.Observe(ref, answered(time.Millisecond))
+	require.NotNil(t, p)
+	require.Equal(t, "limiter exploded", p.Value)
+	require.Contains(t, string(p.Stack), "peer.(*setLimiter).Observe")
+	require.Equal(t, 2, usageOf(t, &pl, "a").Limit)
+	require.Equal(t, 2, pl.Open())
+}
+
+func TestConnectLimitedRejectsBadInput(t *testing.T) {
+	var pl Pool
+	_, err := pl.ConnectLimited(fakePeer("a"), "a", nil, 1)
+	require.ErrorIs(t, err, ErrNilLimiter)
+	_, err = pl.ConnectLimited(nil, "a", &setLimiter{limit: 1}, 1)
+	require.ErrorIs(t, err, ErrNilPeer)
+	ref, err := pl.ConnectLimited(fakePeer("a"), "a", &setLimiter{}, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, usageOf(t, &pl, "a").Limit, "a start below one is clamped")
+	_, err = pl.ConnectLimited(fakePeer("a"), "a", &setLimiter{limit: 1}, 1)
+	require.ErrorIs(t, err, ErrAlreadyConnected)
+	require.Equal(t, 1, pl.Len())
+	require.Equal(t, 1, pl.Close(ref))
+}
+
+func TestOptionsNewLimiter(t *testing.T) {
+	l, err := Options{}.NewLimiter()
+	require.NoError(t, err)
+	v, ok := l.(*limit.Vegas)
+	require.True(t, ok, "the default is Vegas")
+	require.Equal(t, DefaultStartLimit, v.Limit())
+
+	l, err = Options{Bounds: limit.Bounds{Min: 2, Start: 3, Max: 9}}.NewLimiter()
+	require.NoError(t, err)
+	require.Equal(t, 3, l.Limit())
+
+	own := &setLimiter{limit: 7}
+	l, err = Options{Limiter: own, Bounds: limit.Bounds{Min: 9}}.NewLimiter()
+	require.NoError(t, err)
+	require.Same(t, own, l, "the host's own limiter, bounds ignored")
+
+	_, err = Options{Bounds: limit.Bounds{Min: 3, Start: 2, Max: 9}}.NewLimiter()
+	require.True(t, errors.Is(err, limit.ErrBadBounds), "%v", err)
+}
