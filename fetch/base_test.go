@@ -1,9 +1,7 @@
 package fetch
 
 import (
-	"maps"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/peersched/peersched/internal/fixtures"
@@ -37,26 +35,6 @@ func newNodes(cur, base *ledger.Ledger) int {
 		}
 	}
 	return n
-}
-
-// received collects what Config.Received hands over.
-type received struct {
-	mu    sync.Mutex
-	nodes map[ledger.Hash][]byte
-}
-
-func (r *received) add(h ledger.Hash, data []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.nodes == nil {
-		r.nodes = map[ledger.Hash][]byte{}
-	}
-	r.nodes[h] = data
-}
-
-func (r *received) Get(h ledger.Hash) ([]byte, bool) {
-	d, ok := r.nodes[h]
-	return d, ok
 }
 
 // union is a Store of the fetched nodes over the base's.
@@ -108,16 +86,16 @@ func checkIncremental(t *testing.T, cur, base *ledger.Ledger) Report {
 	var last Report
 	for _, strategy := range []string{"scheduler", "peerset"} {
 		t.Run(strategy, func(t *testing.T) {
-			got := &received{}
+			got := &MemStore{}
 			cfg := quick
-			cfg.Base, cfg.Received = base, got.add
+			cfg.Base, cfg.Received = base, got.Put
 			o := runSim(t, sim{strategy: strategy, ledger: cur, peers: honest(4), seed: 1, cfg: cfg})
 			if o.err != nil || !o.rep.Complete {
 				t.Fatalf("incremental fetch: %v, %+v", o.err, o.rep)
 			}
 			want := newNodes(cur, base)
-			if o.rep.Objects != want || len(got.nodes) != want || o.rep.Known != want {
-				t.Fatalf("fetched %d (%d received, %d known), want the %d nodes the base lacks", o.rep.Objects, len(got.nodes), o.rep.Known, want)
+			if o.rep.Objects != want || got.Len() != want || o.rep.Known != want {
+				t.Fatalf("fetched %d (%d received, %d known), want the %d nodes the base lacks", o.rep.Objects, got.Len(), o.rep.Known, want)
 			}
 			if o.rep.Reused != cur.Len()-want {
 				t.Fatalf("reused %d, want %d", o.rep.Reused, cur.Len()-want)
@@ -208,8 +186,8 @@ func TestIncrementalPartialBase(t *testing.T) {
 	}
 	cfg := quick
 	cfg.Base = base
-	got := &received{}
-	cfg.Received = got.add
+	got := &MemStore{}
+	cfg.Received = got.Put
 	o := runSim(t, sim{strategy: "scheduler", peers: honest(3), seed: 1, cfg: cfg})
 	if o.err != nil || !o.rep.Complete {
 		t.Fatalf("%v, %+v", o.err, o.rep)
@@ -217,7 +195,7 @@ func TestIncrementalPartialBase(t *testing.T) {
 	if o.rep.Objects+o.rep.Reused != simLedger.Len() || o.rep.Objects != simLedger.Len()-len(base) {
 		t.Fatalf("fetched %d and reused %d of %d nodes; the base held %d", o.rep.Objects, o.rep.Reused, simLedger.Len(), len(base))
 	}
-	for h := range maps.Keys(got.nodes) {
+	for _, h := range got.Hashes() {
 		if _, ok := base[h]; ok {
 			t.Fatalf("fetched %s, which the base holds", h)
 		}

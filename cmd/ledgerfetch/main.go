@@ -123,7 +123,7 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	var got *fetched
 	if src.header != nil {
 		got = &fetched{}
-		cfg.Received = got.add
+		cfg.Received = got.Put
 	}
 	var host tcpnet.Host
 	var fetchRun func(context.Context) (fetch.Report, error)

@@ -161,7 +161,7 @@ func TestAccountHashCheck(t *testing.T) {
 	all := &fetched{}
 	for h := range l.Hashes() {
 		data, _ := l.Get(h)
-		all.add(h, data)
+		all.Put(h, data)
 	}
 	hd := ledger.Header{Seq: 9, AccountHash: l.Root()}
 	src := source{ledger: l, header: &hd}

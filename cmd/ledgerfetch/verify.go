@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
@@ -12,26 +11,7 @@ import (
 // real ledger's fetch can be checked against its account_hash by rebuilding
 // the state map from them, sharing nothing with the tree the peers served
 // but the leaves' contents.
-type fetched struct {
-	mu    sync.Mutex
-	nodes map[ledger.Hash][]byte
-}
-
-func (f *fetched) add(h ledger.Hash, data []byte) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.nodes == nil {
-		f.nodes = make(map[ledger.Hash][]byte)
-	}
-	f.nodes[h] = data
-}
-
-func (f *fetched) get(h ledger.Hash) ([]byte, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	d, ok := f.nodes[h]
-	return d, ok
-}
+type fetched struct{ fetch.MemStore }
 
 // rebuild gathers the leaves under root from the fetched nodes and, for the
 // subtrees the fetch reused, from base (nil if none), and builds their state
@@ -43,7 +23,7 @@ func (f *fetched) rebuild(root ledger.Hash, base fetch.Store) (ledger.Hash, erro
 	for len(todo) > 0 {
 		h := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		data, ok := f.get(h)
+		data, ok := f.Get(h)
 		if !ok && base != nil {
 			data, ok = base.Get(h)
 		}
