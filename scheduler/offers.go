@@ -219,9 +219,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.callbacksMu.Lock()
 		s.oweLocked(&f)
 		s.callbacksMu.Unlock()
-		if s.pool.Reopen(f.Peer) {
-			ended = true
-		}
+		s.pool.Reopen(f.Peer)
 	}
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
