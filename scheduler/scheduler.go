@@ -89,6 +89,10 @@ type Config struct {
 	// documentation). Simulations on a mock clock set it so that a run
 	// replays exactly.
 	InlineCallbacks bool
+	// Budget caps the traffic of the whole application: messages in flight
+	// and messages per second, over every peer. While it is spent, senders
+	// wait. The zero Budget caps nothing.
+	Budget Budget
 }
 
 // Scheduler is the message scheduler. Create one with New; the zero value is
@@ -102,6 +106,11 @@ type Scheduler struct {
 	maxRequests int
 	maxOffer    int
 	inline      bool
+	budget      Budget
+	// gated: a message's end may let a sender through even when no
+	// channel reopens (it frees room in the in-flight budget), so every
+	// end is followed by offers.
+	gated bool
 
 	// stopped mirrors the field of the same name under the locks, for
 	// checks that must not take them.
@@ -122,6 +131,7 @@ type Scheduler struct {
 	pool       peer.Pool
 	queue      offer.Queue
 	book       offer.Book
+	bucket     *limit.Bucket // the budget's rate; nil without one
 	choices    []peer.Choice // scratch for building offers
 	notified   uint64
 	sendErrors uint64
@@ -133,6 +143,8 @@ type Scheduler struct {
 	timer      *clock.Timer
 	timerArmed bool
 	timerAt    time.Duration
+	tokenDue   bool                // senders wait for the rate's next token, due at tokenAt
+	tokenAt    time.Duration       // the timer is armed for it too
 	finished   []receiver.Finished // scratch for disconnects
 	counts     requestCounts
 
@@ -161,13 +173,17 @@ const (
 )
 
 // New returns a running Scheduler. It fails with ErrBadConfig for negative
-// caps or a MaxRequests above MaxRequestsLimit.
+// caps, a MaxRequests above MaxRequestsLimit, or a Budget that is negative,
+// has a Burst without a Rate, or a Burst above limit.MaxBurst.
 func New(cfg Config) (*Scheduler, error) {
 	switch {
 	case cfg.MaxSenders < 0, cfg.MaxRequests < 0, cfg.MaxOfferChannels < 0:
 		return nil, fmt.Errorf("%w: caps must not be negative", ErrBadConfig)
 	case cfg.MaxRequests > MaxRequestsLimit:
 		return nil, fmt.Errorf("%w: MaxRequests above %d", ErrBadConfig, MaxRequestsLimit)
+	}
+	if err := cfg.Budget.validate(); err != nil {
+		return nil, err
 	}
 	s := &Scheduler{
 		clock:       cfg.Clock,
@@ -176,6 +192,9 @@ func New(cfg Config) (*Scheduler, error) {
 		maxRequests: cfg.MaxRequests,
 		maxOffer:    cfg.MaxOfferChannels,
 		inline:      cfg.InlineCallbacks,
+		budget:      cfg.Budget,
+		gated:       cfg.Budget.MaxInFlight > 0,
+		bucket:      cfg.Budget.bucket(),
 		quiet:       make(chan struct{}),
 	}
 	if s.clock == nil {
@@ -300,7 +319,7 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	s.callbacksMu.Unlock()
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
-	s.run()
+	s.afterReopening(s.gated) // the peer's messages freed budget
 	return nil
 }
 
@@ -400,7 +419,7 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	if ended {
 		s.countEndLocked(&f)
 		s.observeLocked(&f, limit.Answered, now)
-		reopened = s.pool.Reopen(f.Peer) || reopened
+		reopened = s.endLocked(f.Peer) || reopened
 	}
 	// One acquisition of the callback queue both queues the receiver's
 	// call and runs the drainer; the other locks go first, as the drainer
@@ -415,6 +434,13 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	s.runLocked()
 	s.callbacksMu.Unlock()
 	return nil
+}
+
+// endLocked ends the message on a closed channel of the peer ref and reports
+// whether offers may follow: if its channel reopened, or, under an in-flight
+// budget, in any case. Caller holds offersMu.
+func (s *Scheduler) endLocked(ref peer.Ref) bool {
+	return s.pool.Reopen(ref) || s.gated
 }
 
 // afterReopening runs the callbacks and, if a channel reopened, the offers
