@@ -114,6 +114,21 @@ func (b *Bucket) Take(now time.Duration, n int64) (time.Duration, error) {
 	return 0, nil
 }
 
+// Give puts back n tokens that Take took for a message that was never sent
+// (the transport refused it), so that a refusal costs no budget. The bucket
+// holds no more than its burst afterwards. Give does not move the bucket's
+// clock: the tokens are back as of the latest instant it has seen. A bucket
+// that gives back only what it took never admits more than a bucket that
+// never took them would. It fails, changing nothing, with ErrBadCount if
+// n < 0 and ErrOverBurst if n is above the burst.
+func (b *Bucket) Give(n int64) error {
+	if err := b.check(n); err != nil {
+		return err
+	}
+	b.level = min(b.level+n*nano, b.burst*nano) // both terms <= MaxBurst·1e9: no overflow
+	return nil
+}
+
 func (b *Bucket) check(n int64) error {
 	if n < 0 {
 		return fmt.Errorf("%w: %d", ErrBadCount, n)

@@ -172,3 +172,38 @@ func TestBucketAskingOftenChangesNothing(t *testing.T) {
 		t.Errorf("at the end: %+v vs %+v", *often, *rarely)
 	}
 }
+
+func TestBucketGiveBack(t *testing.T) {
+	b := newBucket(t, 10, 2) // a token every 100ms
+	script(t, b, []op{
+		{take: true, now: 0, n: 2, want: 0, tokens: 0},
+		{take: true, now: 50 * time.Millisecond, n: 1, want: 50 * time.Millisecond, tokens: 0},
+	})
+	if err := b.Give(1); err != nil {
+		t.Fatal(err)
+	}
+	// Half a token had accrued by 50ms; one given back makes 1.5.
+	script(t, b, []op{
+		{take: true, now: 50 * time.Millisecond, n: 1, want: 0, tokens: 0},
+		{take: false, now: 50 * time.Millisecond, n: 1, want: 50 * time.Millisecond, tokens: 0},
+	})
+	// Never above the burst.
+	if err := b.Give(2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Give(2); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.Tokens(50 * time.Millisecond); got != 2 {
+		t.Fatalf("%d tokens after giving back more than the burst, want 2", got)
+	}
+	if err := b.Give(-1); !errors.Is(err, ErrBadCount) {
+		t.Fatalf("Give(-1): %v", err)
+	}
+	if err := b.Give(3); !errors.Is(err, ErrOverBurst) {
+		t.Fatalf("Give(3): %v", err)
+	}
+	if err := b.Give(MaxBurst); !errors.Is(err, ErrOverBurst) {
+		t.Fatalf("Give(MaxBurst): %v", err)
+	}
+}

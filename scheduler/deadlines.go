@@ -15,12 +15,15 @@ import (
 // neither problem.
 
 // armTimerLocked makes sure the timer will fire no later than the earliest
-// deadline. It only moves the timer earlier: a timer that fires before
+// deadline, or the budget's next token if senders wait for it. It only moves the timer earlier: a timer that fires before
 // anything is due (because the deadline it was armed for was removed) simply
 // re-arms, which is cheaper than re-arming on every removal. Caller holds
 // requestsMu.
 func (s *Scheduler) armTimerLocked(now time.Duration) {
 	next, ok := s.table.Next()
+	if s.tokenDue && (!ok || s.tokenAt < next) {
+		next, ok = s.tokenAt, true
+	}
 	if !ok || (s.timerArmed && next >= s.timerAt) {
 		return
 	}
@@ -44,6 +47,9 @@ func (s *Scheduler) onTimer() {
 	s.timerArmed = false
 	now := s.now()
 	reopened := s.expireDueLocked(now)
+	if s.tokenDueLocked(now) {
+		reopened = true
+	}
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -71,7 +77,7 @@ func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 			// be offered before every peer that answers.
 			s.observeLocked(&f, limit.TimedOut, now)
 		}
-		reopened = s.pool.Reopen(f.Peer) || reopened
+		reopened = s.endLocked(f.Peer) || reopened
 	}
 }
 

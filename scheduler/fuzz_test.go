@@ -158,6 +158,15 @@ type fuzzSide struct {
 	connected  map[peer.ID]bool
 	values     int
 	messages   int
+	sentAt     []time.Duration // when each send the host accepted began
+}
+
+// now is the time since the side's start.
+func (sd *fuzzSide) now() time.Duration {
+	if sd.mock != nil {
+		return sd.mock.Now().Sub(time.Unix(0, 0)) // the mock starts at the epoch
+	}
+	return sd.model.now
 }
 
 func newFuzzSide(name string, api schedulerAPI, cfg Config) *fuzzSide {
@@ -408,8 +417,12 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 		sd.violate("s%d offered %+v", s.n, st)
 	case stats.SendersWaiting > 1 && st.Size != 1:
 		sd.violate("s%d offered size %d while %d senders wait", s.n, st.Size, stats.SendersWaiting)
-	case stats.SendersWaiting == 1 && st.Size != min(stats.ChannelsOpen, st.Len):
+	case stats.SendersWaiting == 1 && sd.cfg.Budget == (Budget{}) && st.Size != min(stats.ChannelsOpen, st.Len):
 		sd.violate("s%d, alone, offered size %d of %d with %d open", s.n, st.Size, st.Len, stats.ChannelsOpen)
+	case st.Size > min(stats.ChannelsOpen, st.Len):
+		sd.violate("s%d offered size %d of %d with %d open", s.n, st.Size, st.Len, stats.ChannelsOpen)
+	case sd.cfg.Budget.MaxInFlight > 0 && stats.ChannelsClosed+st.Size > sd.cfg.Budget.MaxInFlight:
+		sd.violate("s%d offered size %d with %d in flight of %d", s.n, st.Size, stats.ChannelsClosed, sd.cfg.Budget.MaxInFlight)
 	case sd.cfg.MaxOfferChannels > 0 && st.Len > sd.cfg.MaxOfferChannels:
 		sd.violate("s%d offered %d channels, more than N=%d", s.n, st.Len, sd.cfg.MaxOfferChannels)
 	}
@@ -610,7 +623,6 @@ func (p *fuzzPeer) ID() peer.ID { return p.id }
 
 func (p *fuzzPeer) Send(requestID uint64, message any) error {
 	sd := p.sd
-	id := receiver.RequestID(requestID)
 	sd.logf("%s send %#x %v", p.id, requestID, message)
 	// Promise 15: the message's channel closed only because the peer had
 	// fewer messages in flight than its limit.
@@ -619,6 +631,23 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 			sd.violate("%s sent a message with %d in flight, above its limit %d", p.id, u.Closed, u.Limit)
 		}
 	}
+	// Promise 16: the message's channel closed within the in-flight budget,
+	// and its send began now, as it took a token.
+	if st := sd.api.Stats(); sd.cfg.Budget.MaxInFlight > 0 && st.ChannelsClosed > sd.cfg.Budget.MaxInFlight {
+		sd.violate("%s sent a message with %d in flight, above the budget %d", p.id, st.ChannelsClosed, sd.cfg.Budget.MaxInFlight)
+	}
+	began := sd.now()
+	err := p.send(requestID)
+	if err == nil {
+		sd.sentAt = append(sd.sentAt, began)
+	}
+	return err
+}
+
+// send is Send's own behaviour, from its plan.
+func (p *fuzzPeer) send(requestID uint64) error {
+	sd := p.sd
+	id := receiver.RequestID(requestID)
 	if id != 0 {
 		sd.ids = append(sd.ids, id)
 		sd.idPeer[id] = p.id
@@ -730,6 +759,13 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 			MaxRequests:      [4]int{0, 0, 2, 4}[in.next()%4],
 			MaxOfferChannels: int(in.next() % 4),
 		}
+		if extended {
+			cfg.Budget.MaxInFlight = [4]int{0, 1, 2, 4}[in.next()%4]
+			if b := in.next(); b%4 >= 2 {
+				// A token every 20ms or 5ms, in bursts of 1 to 3.
+				cfg.Budget.Rate, cfg.Budget.Burst = [2]int64{50, 200}[b%2], 1+int64(b>>2)%3
+			}
+		}
 		mock := clock.NewMock()
 		logs := &recordingHandler{}
 		realCfg := cfg
@@ -820,13 +856,14 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 func finalChecks(t *testing.T, sd *fuzzSide, st Stats) {
 	t.Helper()
 	for _, snd := range sd.senders {
-		if snd.scheduled && snd.exits != 1 {
-			t.Fatalf("s%d left %d times", snd.n, snd.exits)
-		}
 		if !snd.scheduled && snd.exits+snd.offers != 0 {
 			t.Fatalf("s%d was never scheduled but got callbacks", snd.n)
 		}
+		if snd.scheduled && snd.exits != 1 {
+			t.Fatalf("s%d left %d times", snd.n, snd.exits)
+		}
 	}
+	checkRate(t, sd)
 	for id, r := range sd.receivers {
 		want := 1
 		if r.withdrawn || !r.sendOK {
@@ -844,6 +881,25 @@ func finalChecks(t *testing.T, sd *fuzzSide, st Stats) {
 	}
 	if ended := st.Succeeded + st.TimedOut + st.Disconnected + st.ShutDown + st.WithdrawnDone; ended != st.Sent {
 		t.Fatalf("%d requests sent, %d ended: %+v", st.Sent, ended, st)
+	}
+}
+
+// checkRate checks promise 16's rate: in every window of time, the sends
+// the host accepted number at most the budget's burst plus its rate times
+// the window.
+func checkRate(t *testing.T, sd *fuzzSide) {
+	t.Helper()
+	b := sd.cfg.Budget
+	if b.Rate == 0 {
+		return
+	}
+	at := slices.Sorted(slices.Values(sd.sentAt))
+	for i := range at {
+		for j := i; j < len(at); j++ {
+			if sends := int64(j - i + 1); (sends-max(b.Burst, 1))*int64(time.Second) > b.Rate*int64(at[j]-at[i]) {
+				t.Fatalf("%s: %d sends between %v and %v, above %d/s in bursts of %d", sd.name, sends, at[i], at[j], b.Rate, b.Burst)
+			}
+		}
 	}
 }
 
@@ -944,22 +1000,34 @@ var fuzzSeeds = [][]byte{
 	// Extended programs.
 	// A limit that falls with requests in flight, retiring their channels
 	// as they end, then rises again; a timeout is shown to the limiter too.
-	extendedProgram(0, 0, 0, connectDrivenOp(1, 3, []byte{1, 1, 4, 3}), connectFixedOp(2, 1),
+	extendedProgram(0, 0, 0, 0, 0, connectDrivenOp(1, 3, []byte{1, 1, 4, 3}), connectFixedOp(2, 1),
 		scheduleOp(0, 2, 3<<5), scheduleOp(0, 0, 0), deliverOp(1), deliverOp(1), advanceOp(6),
 		scheduleOp(0, 2, 3<<5), deliverOp(0), advanceOp(6)),
 	// The limit falls while an offer listing the peer's channel is open:
 	// during the offer's first send the host delivers an earlier answer,
 	// the limiter lowers the limit to 1, and the offer's second send finds
 	// the peer at its limit.
-	extendedProgram(0, 0, 0, connectDrivenOp(1, 3, []byte{1}, 0, 6, 0, opByte(opDeliver), 1, 0),
+	extendedProgram(0, 0, 0, 0, 0, connectDrivenOp(1, 3, []byte{1}, 0, 6, 0, opByte(opDeliver), 1, 0),
 		scheduleOp(0, 0, 0), scheduleOp(0, 2, 1<<5), advanceOp(6)),
+	// An in-flight budget of 2 over two peers: one sender alone gets an
+	// offer of 2; the others wait, and go as messages end, a disconnect's
+	// included.
+	extendedProgram(0, 0, 0, 2, 0, connectFixedOp(1, 3), connectFixedOp(2, 3), scheduleOp(0, 2, 3<<5),
+		scheduleOp(1, 0, 0), scheduleOp(0, 3, 1), deliverOp(0), disconnectOp(1), advanceOp(6), advanceOp(6)),
+	// A rate of 50/s in bursts of 2: a refused send gives its token back,
+	// so the next sender goes at once; the others wait their turns, a
+	// token every 20ms.
+	extendedProgram(0, 0, 0, 0, 2|1<<2, connectFixedOp(1, 3, 3, 0, 0, 0), scheduleOp(0, 2, 1<<5), scheduleOp(0, 0, 0),
+		scheduleOp(0, 0, 0), scheduleOp(0, 0, 0), advanceOp(1), advanceOp(3), advanceOp(3), advanceOp(6)),
 	// Vegas, fed by answers and timeouts.
-	extendedProgram(0, 0, 0, connectVegasOp(1, 2), scheduleOp(0, 2, 3<<5), deliverOp(0), deliverOp(1),
+	extendedProgram(0, 0, 0, 0, 0, connectVegasOp(1, 2), scheduleOp(0, 2, 3<<5), deliverOp(0), deliverOp(1),
 		scheduleOp(0, 2, 3<<5), advanceOp(6), scheduleOp(0, 2, 3<<5), deliverOp(0), advanceOp(6)),
 }
 
 // extendedMarker, as a program's first byte, makes it an extended program:
-// its connects read one more byte, for the peer's limit (mod 4: 1 driven by a
+// after the three bytes of the Config it reads two for the Budget (the
+// in-flight cap, and a rate if the second is 2 or 3 mod 4), and its connects
+// read one more byte, for the peer's limit (mod 4: 1 driven by a
 // fuzzLimiter whose plan length is the byte's upper bits, 2 Vegas, else
 // fixed).
 // A program whose first byte is anything else reads as it always has.
@@ -992,9 +1060,11 @@ func scheduleOp(priority byte, plan ...byte) []byte {
 	return slices.Concat([]byte{opByte(opSchedule), priority, byte(len(plan) - 1)}, plan)
 }
 
-// extendedProgram is program for an extended program.
-func extendedProgram(maxSenders, maxRequests, maxOffer byte, ops ...[]byte) []byte {
-	return slices.Concat([]byte{extendedMarker}, program(maxSenders, maxRequests, maxOffer, ops...))
+// extendedProgram is program for an extended program, with the Budget's
+// two bytes: maxInFlight (0, 1, 2, 4) and rate (below 2 none, else 50/s if
+// even and 200/s if odd, in bursts of 1+(rate>>2)%3).
+func extendedProgram(maxSenders, maxRequests, maxOffer, maxInFlight, rate byte, ops ...[]byte) []byte {
+	return slices.Concat([]byte{extendedMarker, maxSenders, maxRequests, maxOffer, maxInFlight, rate}, slices.Concat(ops...))
 }
 
 // connectFixedOp, connectDrivenOp and connectVegasOp are connectOp in an
@@ -1012,6 +1082,8 @@ func connectDrivenOp(peer, channels byte, limits []byte, hostPlan ...byte) []byt
 func connectVegasOp(peer, channels byte, hostPlan ...byte) []byte {
 	return append(connectOp(peer, channels, hostPlan...), 2)
 }
+
+func disconnectOp(peer byte) []byte { return []byte{opByte(opDisconnect), peer} }
 
 func deliverOp(recent byte) []byte          { return []byte{opByte(opDeliver), recent} }
 func advanceOp(index byte) []byte           { return []byte{opByte(opAdvance), index} }

@@ -47,10 +47,18 @@ package scheduler
 //     fails, the outcome is dropped and the receiver never called.
 //   - Deadlines fire in (deadline, order of arming); all those due at one
 //     instant fire together, before anything else happens.
+//   - The budget: while the closed channels number MaxInFlight, or the
+//     rate's bucket holds no whole token, the next sender is not offered
+//     anything; in the bucket's case the offers resume when the next token
+//     is due. An offer's size is cut to what the budget allows. A send
+//     takes a token when it begins, and a send the host refuses gives it
+//     back. With an in-flight cap, any message's end (a disconnect's too)
+//     is followed by offers.
 
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -62,6 +70,10 @@ import (
 
 type model struct {
 	maxSenders, maxRequests, maxOffer int
+	budget                            Budget
+	bucket                            *limit.Bucket
+	tokenDue                          bool // senders wait for the next token, due at tokenAt
+	tokenAt                           time.Duration
 
 	now      time.Duration
 	stopped  bool
@@ -179,7 +191,48 @@ func newModel(cfg Config) *model {
 	if m.maxRequests == 0 {
 		m.maxRequests = DefaultMaxRequests
 	}
+	m.budget = cfg.Budget
+	if b := cfg.Budget; b.Rate > 0 {
+		m.bucket, _ = limit.NewBucket(b.Rate, max(b.Burst, 1))
+	}
 	return m
+}
+
+// budgetRoom is how many sends the budget allows now, and if none because
+// of the rate, how long until the next token.
+func (m *model) budgetRoom() (room int, wait time.Duration) {
+	room = math.MaxInt
+	if m.budget.MaxInFlight > 0 {
+		closed := 0
+		for _, p := range m.peers {
+			closed += p.closed
+		}
+		if room = m.budget.MaxInFlight - closed; room <= 0 {
+			return 0, 0
+		}
+	}
+	if m.bucket != nil {
+		tokens := m.bucket.Tokens(m.now)
+		if tokens == 0 {
+			wait, _ := m.bucket.Wait(m.now, 1)
+			return 0, wait
+		}
+		room = min(room, int(tokens))
+	}
+	return room, 0
+}
+
+// spend and refund charge a send to the rate, and give it back.
+func (m *model) spend() {
+	if m.bucket != nil {
+		_, _ = m.bucket.Take(m.now, 1)
+	}
+}
+
+func (m *model) refund() {
+	if m.bucket != nil {
+		_ = m.bucket.Give(1)
+	}
 }
 
 // --- running callbacks and making offers ---
@@ -256,10 +309,17 @@ func (m *model) offerNext() bool {
 	if i < 0 {
 		return false
 	}
+	room, wait := m.budgetRoom()
+	if room == 0 {
+		if wait > 0 {
+			m.tokenDue, m.tokenAt = true, m.now+wait
+		}
+		return false
+	}
 	snd, openings := m.queue[i], m.openings
 	size := 1
 	if len(m.queue) == 1 {
-		size = m.open()
+		size = min(m.open(), room)
 	}
 	chans := m.best()
 	o := &mOffer{generation: m.offer.generation + 1, live: true, sender: snd, openings: openings, channels: chans,
@@ -398,7 +458,7 @@ func (m *model) Disconnect(id peer.ID) error {
 			m.finish(q, disconnected)
 		}
 	}
-	m.run()
+	m.after(m.budget.MaxInFlight > 0) // its messages freed budget
 	return nil
 }
 
@@ -529,6 +589,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 		return 0, ErrTooManyRequests
 	}
 	p.closed++
+	m.spend()
 	q := m.add(r, p)
 	q.load = p.closed
 	q.deadline = m.arm(timeout, q)
@@ -538,6 +599,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 		if !p.gone {
 			p.closed-- // never really taken: not an opening
 		}
+		m.refund()
 		c.unclaim(o, i)
 		m.st.SendErrors++
 		m.want()
@@ -565,10 +627,12 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	}
 	o := c.offer
 	p.closed++
+	m.spend()
 	if err := m.hostSend(p, 0, message); err != nil {
 		if !p.gone {
 			p.closed--
 		}
+		m.refund()
 		c.unclaim(o, i)
 		m.st.SendErrors++
 		m.want()
@@ -814,11 +878,18 @@ func (m *model) advance(d time.Duration) {
 				next = dl.at
 			}
 		}
+		if m.tokenDue && (next < 0 || m.tokenAt < next) {
+			next = m.tokenAt
+		}
 		if next < 0 || next > end {
 			break
 		}
 		m.now = next
-		m.after(m.expire())
+		ended := m.expire()
+		if m.tokenDue && m.now >= m.tokenAt {
+			m.tokenDue, ended = false, true
+		}
+		m.after(ended)
 	}
 	m.now = end
 }
@@ -863,7 +934,8 @@ func (m *model) Stop() {
 // could be offered an open channel: the one thing the drainer must never
 // leave behind.
 func (m *model) stranded() bool {
-	return !m.stopped && m.open() > 0 &&
+	room, _ := m.budgetRoom()
+	return !m.stopped && m.open() > 0 && room > 0 &&
 		slices.ContainsFunc(m.queue, func(s *mSender) bool { return !s.held && (!s.declined || s.at < m.openings) })
 }
 

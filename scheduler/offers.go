@@ -56,11 +56,16 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if !ok {
 		return nil, 0, false
 	}
+	room := s.budgetRoomLocked()
+	if room == 0 {
+		return nil, 0, false
+	}
 	// Fairness: while others wait, a sender may close one channel per offer;
-	// alone, it may close every channel it is shown.
+	// alone, it may close every channel it is shown, as far as the budget
+	// allows.
 	size := 1
 	if s.queue.Len() == 1 {
-		size = s.pool.Open()
+		size = min(s.pool.Open(), room)
 	}
 	s.choices = s.pool.Best(s.choices[:0], s.maxOffer)
 	return snd, s.book.Open(t, snd, openings, s.choices, size), true
@@ -175,6 +180,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		return 0, ErrTooManyRequests
 	}
 	load := s.pool.Close(ref)
+	s.spendLocked()
 	now := s.now()
 	id := s.table.Add(r, ref, now, timeout, receiver.Terms{Load: int32(load)})
 	s.armTimerLocked(now)
@@ -219,7 +225,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.callbacksMu.Lock()
 		s.oweLocked(&f)
 		s.callbacksMu.Unlock()
-		s.pool.Reopen(f.Peer)
+		s.endLocked(f.Peer)
 	}
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -238,6 +244,7 @@ func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID)
 	if f, ok := s.table.Unsend(id); ok {
 		s.pool.Unclose(f.Peer)
 	}
+	s.refundLocked()
 	s.finishSendLocked(generation, i, false)
 	s.sendErrors++
 	s.requestsMu.Unlock()
@@ -255,11 +262,13 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	}
 	ref := ch.Ref()
 	load := s.pool.Close(ref)
+	s.spendLocked()
 	s.offersMu.Unlock()
 
 	undo := func() {
 		s.offersMu.Lock()
 		s.pool.Unclose(ref)
+		s.refundLocked()
 		s.finishSendLocked(generation, i, false)
 		s.sendErrors++
 		s.offersMu.Unlock()
@@ -296,7 +305,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		s.armTimerLocked(now)
 	}
 	s.requestsMu.Unlock()
-	reopened := stopped && s.pool.Reopen(ref)
+	reopened := stopped && s.endLocked(ref)
 	s.offersMu.Unlock()
 	s.sendSettled()
 	if reopened {

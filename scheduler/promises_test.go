@@ -1007,3 +1007,109 @@ type panickyLimiter struct{}
 
 func (panickyLimiter) Limit() int           { return 2 }
 func (panickyLimiter) Observe(limit.Sample) { panic("limiter exploded") }
+
+func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
+	// The cap on messages in flight, over every peer.
+	inBubble(t, Config{Budget: Budget{MaxInFlight: 3}}, func(w *world) {
+		rec := newOutcomes()
+		w.connect("A", 2)
+		w.connect("B", 2)
+		var ids []receiver.RequestID
+		var sizes []int
+		greedy := &script{onOffer: func(o offer.Offer) {
+			sizes = append(sizes, o.Size())
+			for i := range o.Len() {
+				id, err := o.Request(i, "x", rec, time.Second)
+				if err != nil {
+					require.ErrorIs(t, err, ErrSizeExceeded)
+					continue
+				}
+				ids = append(ids, id)
+			}
+		}}
+		_, err := w.s.Schedule(greedy, 0)
+		require.NoError(t, err)
+		require.Equal(t, []int{3}, sizes, "alone, it may close what the budget allows, not every open channel")
+		require.Len(t, ids, 3)
+		require.Equal(t, 1, w.s.Stats().ChannelsOpen)
+
+		// Spent: senders wait, with no error, in priority order.
+		low := &script{onOffer: sendFirst(rec, time.Second, &ids)}
+		var notified int
+		high := &script{onOffer: func(o offer.Offer) {
+			require.NoError(t, o.Notify(0, "n", 300*time.Millisecond))
+			notified++
+		}}
+		_, err = w.s.Schedule(low, 0)
+		require.NoError(t, err)
+		_, err = w.s.Schedule(high, 5)
+		require.NoError(t, err)
+		require.Zero(t, low.offerCount()+high.offerCount(), "the budget is spent: no offer while a channel is open")
+		require.Equal(t, 2, w.s.Stats().SendersWaiting)
+
+		// A message ends: the highest priority goes. Its notification holds
+		// the budget while the peer digests it.
+		require.NoError(t, w.s.Deliver(peerOf(w, ids[0]), ids[0], "ok"))
+		require.Equal(t, 1, notified)
+		require.Zero(t, low.offerCount())
+		require.Equal(t, 3, w.s.Stats().ChannelsClosed)
+
+		// A disconnect frees its peer's share of the budget too.
+		require.Equal(t, "A", string(peerOf(w, ids[2])), "A holds a request and the notification")
+		require.NoError(t, w.s.Disconnect("A"))
+		require.Equal(t, 1, low.offerCount(), "the low sender goes once the budget has room")
+		require.Equal(t, 2, w.s.Stats().ChannelsClosed, "B's request and the low sender's")
+	})
+
+	// The rate: 10 messages a second in bursts of 2, over every peer.
+	inBubble(t, Config{Budget: Budget{Rate: 10, Burst: 2}}, func(w *world) {
+		start := w.clock.Now()
+		var sentAt []time.Duration // every send the host was asked to make
+		a := &hostPeer{id: "A"}
+		a.onSend = func(uint64, any) {
+			sentAt = append(sentAt, w.clock.Since(start))
+			a.mu.Lock()
+			a.fail = nil // a refusal, below, is for one send only
+			a.mu.Unlock()
+		}
+		require.NoError(t, w.s.Connect(a, 10))
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		senders := make([]*script, 5)
+		for i := range senders {
+			senders[i] = &script{onOffer: sendFirst(rec, time.Hour, &ids)}
+			_, err := w.s.Schedule(senders[i], 0)
+			require.NoError(t, err, "a sender over the budget waits; it gets no error")
+		}
+		require.Equal(t, []time.Duration{0, 0}, sentAt, "a burst of 2 at once")
+		require.Equal(t, 3, w.s.Stats().SendersWaiting)
+		w.advance(99 * time.Millisecond)
+		require.Len(t, sentAt, 2, "the next token is due at 100ms")
+		w.advance(time.Millisecond)
+		require.Len(t, sentAt, 3)
+
+		// A send the host refuses costs no token: the next sender goes at
+		// once. The refused one sent nothing, so it keeps its place, passed
+		// over until a channel opens.
+		a.mu.Lock()
+		a.fail = errRefused
+		a.mu.Unlock()
+		w.advance(100 * time.Millisecond)
+		require.Equal(t, []time.Duration{0, 0, 100 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}, sentAt)
+		require.Equal(t, 1, w.s.Stats().SendersWaiting)
+		require.Equal(t, uint64(4), w.s.Stats().Sent)
+		w.advance(time.Second)
+		require.Len(t, sentAt, 5)
+		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
+		require.Equal(t, 1200*time.Millisecond, sentAt[5], "a channel opened, and the bucket is full again")
+		require.Equal(t, 2, senders[3].offerCount())
+		require.Zero(t, w.s.Stats().SendersWaiting)
+	})
+
+	_, err := New(Config{Budget: Budget{MaxInFlight: -1}})
+	require.ErrorIs(t, err, ErrBadConfig)
+	_, err = New(Config{Budget: Budget{Burst: 3}})
+	require.ErrorIs(t, err, ErrBadConfig, "a burst needs a rate")
+	_, err = New(Config{Budget: Budget{Rate: 1, Burst: limit.MaxBurst + 1}})
+	require.ErrorIs(t, err, ErrBadConfig)
+}

@@ -95,6 +95,10 @@ type Config struct {
 	// outstanding ID). MaxRequests must not exceed its size; 0 then means
 	// the smaller of DefaultMaxRequests and the size.
 	RequestIDs receiver.IDRange
+	// Budget caps the traffic of the whole application: messages in flight
+	// and messages per second, over every peer. While it is spent, senders
+	// wait. The zero Budget caps nothing.
+	Budget Budget
 }
 
 // Scheduler is the message scheduler. Create one with New; the zero value is
@@ -108,6 +112,11 @@ type Scheduler struct {
 	maxRequests int
 	maxOffer    int
 	inline      bool
+	budget      Budget
+	// gated: a message's end may let a sender through even when no
+	// channel reopens (it frees room in the in-flight budget), so every
+	// end is followed by offers.
+	gated bool
 
 	// stopped mirrors the field of the same name under the locks, for
 	// checks that must not take them.
@@ -128,6 +137,7 @@ type Scheduler struct {
 	pool       peer.Pool
 	queue      offer.Queue
 	book       offer.Book
+	bucket     *limit.Bucket // the budget's rate; nil without one
 	choices    []peer.Choice // scratch for building offers
 	notified   uint64
 	sendErrors uint64
@@ -139,6 +149,8 @@ type Scheduler struct {
 	timer      *clock.Timer
 	timerArmed bool
 	timerAt    time.Duration
+	tokenDue   bool                // senders wait for the rate's next token, due at tokenAt
+	tokenAt    time.Duration       // the timer is armed for it too
 	finished   []receiver.Finished // scratch for disconnects
 	counts     requestCounts
 
@@ -167,8 +179,9 @@ const (
 )
 
 // New returns a running Scheduler. It fails with ErrBadConfig for negative
-// caps, a MaxRequests above MaxRequestsLimit, or a bad RequestIDs range or
-// one smaller than MaxRequests.
+// caps, a MaxRequests above MaxRequestsLimit, a bad RequestIDs range or
+// one smaller than MaxRequests, or a Budget that is negative, has a Burst
+// without a Rate, or a Burst above limit.MaxBurst.
 func New(cfg Config) (*Scheduler, error) {
 	maxRequests, idErr := requestIDConfig(cfg)
 	switch {
@@ -179,6 +192,9 @@ func New(cfg Config) (*Scheduler, error) {
 	case cfg.MaxRequests > MaxRequestsLimit:
 		return nil, fmt.Errorf("%w: MaxRequests above %d", ErrBadConfig, MaxRequestsLimit)
 	}
+	if err := cfg.Budget.validate(); err != nil {
+		return nil, err
+	}
 	s := &Scheduler{
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
@@ -186,6 +202,9 @@ func New(cfg Config) (*Scheduler, error) {
 		maxRequests: maxRequests,
 		maxOffer:    cfg.MaxOfferChannels,
 		inline:      cfg.InlineCallbacks,
+		budget:      cfg.Budget,
+		gated:       cfg.Budget.MaxInFlight > 0,
+		bucket:      cfg.Budget.bucket(),
 		quiet:       make(chan struct{}),
 	}
 	if s.clock == nil {
@@ -311,7 +330,7 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	s.callbacksMu.Unlock()
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
-	s.run()
+	s.afterReopening(s.gated) // the peer's messages freed budget
 	return nil
 }
 
@@ -411,7 +430,7 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	if ended {
 		s.countEndLocked(&f)
 		s.observeLocked(&f, limit.Answered, now)
-		reopened = s.pool.Reopen(f.Peer) || reopened
+		reopened = s.endLocked(f.Peer) || reopened
 	}
 	// One acquisition of the callback queue both queues the receiver's
 	// call and runs the drainer; the other locks go first, as the drainer
@@ -426,6 +445,13 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	s.runLocked()
 	s.callbacksMu.Unlock()
 	return nil
+}
+
+// endLocked ends the message on a closed channel of the peer ref and reports
+// whether offers may follow: if its channel reopened, or, under an in-flight
+// budget, in any case. Caller holds offersMu.
+func (s *Scheduler) endLocked(ref peer.Ref) bool {
+	return s.pool.Reopen(ref) || s.gated
 }
 
 // afterReopening runs the callbacks and, if a channel reopened, the offers
