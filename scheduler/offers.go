@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/peersched/peersched/offer"
@@ -59,14 +60,18 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if !ok {
 		return nil, 0, false
 	}
-	room := s.budgetRoomLocked()
-	if room == 0 {
-		return nil, 0, false
+	room := math.MaxInt
+	if s.budgeted {
+		if room = s.budgetRoomLocked(); room == 0 {
+			return nil, 0, false
+		}
 	}
 	s.offerClass = 0
-	if class, ok := s.queue.Class(t); ok {
-		s.offerClass = int32(class) + 1
-		room = min(room, s.classRoomLocked(s.offerClass))
+	if s.classes != nil {
+		if class, ok := s.queue.Class(t); ok {
+			s.offerClass = int32(class) + 1
+			room = min(room, s.classRoomLocked(s.offerClass))
+		}
 	}
 	// Fairness: while others wait, a sender may close one channel per offer;
 	// alone, it may close every channel it is shown, as far as the budget
@@ -130,13 +135,13 @@ func (s *Scheduler) claim(generation uint64, i int) (offer.Channel, peer.Peer, e
 		s.offersMu.Unlock()
 		return offer.Channel{}, nil, err
 	}
-	p, ok := s.pool.Get(ch.Ref())
-	if !ok {
+	p, open := s.pool.Target(ch.Ref())
+	if p == nil {
 		s.book.Finish(generation, i, false)
 		s.offersMu.Unlock()
 		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerGone, ch.Peer)
 	}
-	if s.pool.OpenOf(ch.Ref()) == 0 {
+	if open == 0 {
 		// The peer's limit fell after the offer was made, and took the
 		// channel with it.
 		s.book.Finish(generation, i, false)

@@ -133,6 +133,8 @@ type Scheduler struct {
 	// channel reopens (it frees room in the in-flight budget or in a
 	// class), so every end is followed by offers.
 	gated bool
+	// budgeted: the Budget caps something; without it, offers skip it.
+	budgeted bool
 
 	// stopped mirrors the field of the same name under the locks, for
 	// checks that must not take them.
@@ -230,6 +232,7 @@ func New(cfg Config) (*Scheduler, error) {
 		inline:      cfg.InlineCallbacks,
 		budget:      cfg.Budget,
 		gated:       cfg.Budget.MaxInFlight > 0 || classes != nil,
+		budgeted:    cfg.Budget != (Budget{}),
 		bucket:      cfg.Budget.bucket(),
 		classes:     classes,
 		quiet:       make(chan struct{}),
