@@ -162,6 +162,31 @@ func (c *Classes) InFlight(id ClassID) (int, error) {
 	return c.classes[id].inFlight, nil
 }
 
+// Limit returns class id's own limit (Unlimited if it has none), or an
+// error wrapping ErrUnknownClass.
+func (c *Classes) Limit(id ClassID) (int, error) {
+	if !c.valid(id) {
+		return 0, c.unknown(id)
+	}
+	return c.classes[id].limit, nil
+}
+
+// Room returns how many more requests class id could book now: the least,
+// over the class and its ancestors, of limit minus requests in flight (0 if
+// any is full; math.MaxInt if none has a limit). It fails with an error
+// wrapping ErrUnknownClass.
+func (c *Classes) Room(id ClassID) (int, error) {
+	if !c.valid(id) {
+		return 0, c.unknown(id)
+	}
+	room := math.MaxInt
+	for ; id >= 0; id = c.classes[id].parent {
+		cl := &c.classes[id]
+		room = min(room, max(cl.limit-cl.inFlight, 0))
+	}
+	return room, nil
+}
+
 // Book books one request in class id: if neither the class nor any ancestor
 // is at its limit, it counts the request in all of them and returns true;
 // otherwise it changes nothing and returns false. It fails, changing

@@ -202,3 +202,55 @@ func TestClassesNeverOverLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestClassesRoomAndLimit(t *testing.T) {
+	c := newClasses(t, exampleClasses)
+	room := func(name string) int {
+		t.Helper()
+		n, err := c.Room(id(t, c, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		class string
+		want  int
+	}{{"total", 4}, {"ledger", 3}, {"fetch-a", 2}, {"fetch-b", 3}, {"tx", 2}, {"solo", 1}} {
+		if got := room(tc.class); got != tc.want {
+			t.Errorf("room of %s: %d, want %d", tc.class, got, tc.want)
+		}
+	}
+	for _, n := range []string{"fetch-a", "fetch-b", "tx"} {
+		if ok, _ := c.Book(id(t, c, n)); !ok {
+			t.Fatal("setup")
+		}
+	}
+	// total holds 3 of 4, ledger 2 of 3, fetch-a 1 of 2, tx 1 of 2.
+	for _, tc := range []struct {
+		class string
+		want  int
+	}{{"total", 1}, {"ledger", 1}, {"fetch-a", 1}, {"fetch-b", 1}, {"tx", 1}, {"solo", 1}} {
+		if got := room(tc.class); got != tc.want {
+			t.Errorf("room of %s: %d, want %d", tc.class, got, tc.want)
+		}
+	}
+	if ok, _ := c.Book(id(t, c, "tx")); !ok {
+		t.Fatal("setup")
+	}
+	if got := room("fetch-b"); got != 0 {
+		t.Errorf("room of fetch-b under a full total: %d", got)
+	}
+	if n, err := c.Limit(id(t, c, "fetch-b")); err != nil || n != Unlimited {
+		t.Errorf("limit of fetch-b: %d, %v", n, err)
+	}
+	if n, err := c.Limit(id(t, c, "ledger")); err != nil || n != 3 {
+		t.Errorf("limit of ledger: %d, %v", n, err)
+	}
+	if _, err := c.Room(-1); !errors.Is(err, ErrUnknownClass) {
+		t.Errorf("Room(-1): %v", err)
+	}
+	if _, err := c.Limit(6); !errors.Is(err, ErrUnknownClass) {
+		t.Errorf("Limit(6): %v", err)
+	}
+}

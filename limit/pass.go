@@ -37,12 +37,13 @@ func (p *Pass) Full(id ClassID) bool {
 	return false
 }
 
-// Book books one request in class id unless this pass has already found it
-// full. If the booking fails for want of room, the pass remembers the class
-// that was full (id or the ancestor at its limit) and, for a quick answer
-// next time, id itself. It fails, changing nothing, with an error wrapping
-// ErrUnknownClass.
-func (p *Pass) Book(id ClassID) (bool, error) {
+// Admits reports whether a request of class id could book now: false if
+// this pass has already found the class full, else whether the class and
+// every ancestor are below their limits. Like Book, it remembers a class it
+// finds full for the rest of the pass; unlike Book, it books nothing. A
+// scheduler that books on send uses it to pick the sender to offer
+// channels to. It fails with an error wrapping ErrUnknownClass.
+func (p *Pass) Admits(id ClassID) (bool, error) {
 	c := p.classes
 	if !c.valid(id) {
 		return false, c.unknown(id)
@@ -56,5 +57,17 @@ func (p *Pass) Book(id ClassID) (bool, error) {
 		p.full[blocker], p.full[id] = true, true
 		return false, nil
 	}
-	return c.Book(id)
+	return true, nil
+}
+
+// Book books one request in class id unless this pass has already found it
+// full. If the booking fails for want of room, the pass remembers the class
+// that was full (id or the ancestor at its limit) and, for a quick answer
+// next time, id itself. It fails, changing nothing, with an error wrapping
+// ErrUnknownClass.
+func (p *Pass) Book(id ClassID) (bool, error) {
+	if ok, err := p.Admits(id); !ok {
+		return false, err
+	}
+	return p.classes.Book(id)
 }

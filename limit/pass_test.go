@@ -116,3 +116,37 @@ func TestPassUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestPassAdmitsBooksNothing: Admits answers as Book would and remembers a
+// full class the same way, without booking.
+func TestPassAdmitsBooksNothing(t *testing.T) {
+	c := newClasses(t, exampleClasses)
+	for _, n := range []string{"fetch-a", "fetch-a"} {
+		if ok, _ := c.Book(id(t, c, n)); !ok {
+			t.Fatal("setup")
+		}
+	}
+	p := c.NewPass()
+	if ok, err := p.Admits(id(t, c, "fetch-b")); !ok || err != nil {
+		t.Fatalf("fetch-b: %v %v", ok, err)
+	}
+	if n, _ := c.InFlight(id(t, c, "ledger")); n != 2 {
+		t.Fatalf("Admits booked: ledger holds %d", n)
+	}
+	if ok, _ := p.Admits(id(t, c, "fetch-a")); ok {
+		t.Fatal("fetch-a is full")
+	}
+	if err := c.Release(id(t, c, "fetch-a")); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := p.Admits(id(t, c, "fetch-a")); ok {
+		t.Fatal("fetch-a was found full in this pass: not checked again")
+	}
+	p.Reset()
+	if ok, _ := p.Admits(id(t, c, "fetch-a")); !ok {
+		t.Fatal("a new pass sees the room")
+	}
+	if _, err := p.Admits(9); !errors.Is(err, ErrUnknownClass) {
+		t.Fatalf("Admits(9): %v", err)
+	}
+}

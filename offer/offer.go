@@ -31,6 +31,17 @@ type Sender interface {
 	OnDiscard()
 }
 
+// Options are a sender's terms beyond its priority, for the scheduler's
+// ScheduleWith. The zero Options are those of Schedule.
+type Options struct {
+	// Class names the class the sender's messages book (declared in the
+	// scheduler's Config.Classes): each request or notification it sends
+	// counts in the class and its ancestors until it ends, and while any of
+	// them is at its limit the sender is passed over, keeping its place.
+	// "" books no class.
+	Class string
+}
+
 // Ticket names one scheduled sender, so its owner can withdraw it. Tickets are
 // never zero and never reused by the same scheduler in practice (a slot is
 // reused only with a new 32-bit generation).

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
@@ -22,7 +23,7 @@ func (named) OnDiscard()    {}
 func order(q *Queue, openings uint64) []string {
 	var out []string
 	for {
-		t, s, ok := q.Next(openings)
+		t, s, ok := q.Next(openings, nil)
 		if !ok {
 			return out
 		}
@@ -71,8 +72,85 @@ func TestQueueRemoveAndStaleTickets(t *testing.T) {
 	require.Equal(t, []Sender{named("a"), named("d")}, q.RemoveAll(nil))
 	require.Zero(t, q.Len())
 	require.False(t, q.Contains(a))
-	_, _, ok = q.Next(99)
+	_, _, ok = q.Next(99, nil)
 	require.False(t, ok)
+}
+
+// TestQueuePassesOverFullClasses: a sender whose class (or an ancestor) is
+// full is passed over, keeping its place; it comes first again once its
+// class has room. Within one call (one pass) a class found full is not
+// checked again at lower priorities, even if a release frees it meanwhile.
+func TestQueuePassesOverFullClasses(t *testing.T) {
+	classes, err := limit.NewClasses([]limit.Class{
+		{Name: "ledger", Limit: 2},
+		{Name: "fetch", Limit: 1, Parent: "ledger"},
+		{Name: "tx", Limit: 1},
+	})
+	require.NoError(t, err)
+	id := func(name string) limit.ClassID {
+		c, err := classes.ID(name)
+		require.NoError(t, err)
+		return c
+	}
+	var q Queue
+	fetch1 := q.PushIn(named("fetch1"), 5, id("fetch"))
+	tx1 := q.PushIn(named("tx1"), 5, id("tx"))
+	q.PushIn(named("fetch2"), 0, id("fetch"))
+	q.PushIn(named("ledger1"), 0, id("ledger"))
+	q.Push(named("plain"), 0)
+	c, ok := q.Class(fetch1)
+	require.True(t, ok)
+	require.Equal(t, id("fetch"), c)
+
+	pass := classes.NewPass()
+	next := func() string {
+		pass.Reset()
+		_, s, ok := q.Next(1, pass)
+		if !ok {
+			return ""
+		}
+		return string(s.(named))
+	}
+	// sends books one request of the sender named tk, which leaves.
+	sends := func(tk Ticket, class string) {
+		ok, err := classes.Book(id(class))
+		require.NoError(t, err)
+		require.True(t, ok)
+		_, ok = q.Remove(tk)
+		require.True(t, ok)
+	}
+	require.Equal(t, "fetch1", next())
+	sends(fetch1, "fetch")
+	require.Equal(t, "tx1", next())
+	sends(tx1, "tx")
+	require.Equal(t, "ledger1", next(), "fetch is full: fetch2 is passed over, keeping its place")
+	ok, err = classes.Book(id("ledger")) // another fetch of the ledger, from elsewhere
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "plain", next(), "ledger is full too")
+
+	// A release makes fetch2 first again (fetch is free, ledger has room).
+	require.NoError(t, classes.Release(id("fetch")))
+	require.Equal(t, "fetch2", next())
+
+	// Within one pass a class found full stays full: fetch, found full at
+	// priority 5, is not checked at 0 although it has room by then.
+	var q2 Queue
+	q2.PushIn(named("fetch-high"), 5, id("fetch"))
+	q2.PushIn(named("fetch-low"), 0, id("fetch"))
+	ok, _ = classes.Book(id("fetch"))
+	require.True(t, ok)
+	pass.Reset()
+	ok, err = pass.Admits(id("fetch"))
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.NoError(t, classes.Release(id("fetch")))
+	_, _, ok = q2.Next(1, pass)
+	require.False(t, ok, "neither is offered in this pass")
+	pass.Reset()
+	_, s, ok := q2.Next(1, pass)
+	require.True(t, ok)
+	require.Equal(t, named("fetch-high"), s, "the next pass finds room, for the higher priority first")
 }
 
 func TestBookChecksEverySend(t *testing.T) {

@@ -1,12 +1,18 @@
 package offer
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/peersched/peersched/limit"
+)
 
 // Queue holds waiting senders in the order they are offered channels: higher
 // priority first, and first come, first served within a priority. A sender
 // that declines an offer keeps its place but is passed over until a channel
 // opens that it has not been offered; a held sender (its offer closed with
-// sends still in progress) keeps its place but is passed over until they end.
+// sends still in progress) keeps its place but is passed over until they end;
+// a sender whose class is full keeps its place but is passed over while it
+// is.
 //
 // The zero Queue is empty and ready to use. A Queue is not safe for
 // concurrent use; the scheduler guards it with its offers lock. Push and
@@ -26,6 +32,7 @@ type queueNode struct {
 	prev, next int32  // within the node's level; -1 ends the list
 	declined   bool
 	held       bool
+	class      int32  // the sender's limit.ClassID plus one; 0 for none
 	declinedAt uint64 // openings count when the sender last declined
 }
 
@@ -34,8 +41,17 @@ type level struct {
 	head, tail int32
 }
 
-// Push adds s at the back of its priority and returns its ticket.
-func (q *Queue) Push(s Sender, priority int) Ticket {
+// Push adds s, of no class, at the back of its priority and returns its
+// ticket.
+func (q *Queue) Push(s Sender, priority int) Ticket { return q.push(s, priority, 0) }
+
+// PushIn adds s, whose messages book class, at the back of its priority and
+// returns its ticket.
+func (q *Queue) PushIn(s Sender, priority int, class limit.ClassID) Ticket {
+	return q.push(s, priority, int32(class)+1)
+}
+
+func (q *Queue) push(s Sender, priority int, class int32) Ticket {
 	var slot int32
 	if n := len(q.free); n > 0 {
 		slot = q.free[n-1]
@@ -47,7 +63,7 @@ func (q *Queue) Push(s Sender, priority int) Ticket {
 	node := &q.nodes[slot]
 	// Field by field: a whole-struct store of a type with pointers goes
 	// through typedmemmove. A free node is zero but for its generation.
-	node.sender, node.priority, node.prev, node.next = s, priority, -1, -1
+	node.sender, node.priority, node.prev, node.next, node.class = s, priority, -1, -1, class
 	lv := q.levelFor(priority)
 	if lv.tail < 0 {
 		lv.head = slot
@@ -84,7 +100,7 @@ func (q *Queue) Remove(t Ticket) (s Sender, ok bool) {
 		q.levels = append(q.levels[:li], q.levels[li+1:]...)
 	}
 	node.sender, node.priority, node.prev, node.next = nil, 0, 0, 0
-	node.declined, node.held, node.declinedAt = false, false, 0
+	node.declined, node.held, node.declinedAt, node.class = false, false, 0, 0
 	node.generation++
 	q.free = append(q.free, slot)
 	q.n--
@@ -116,18 +132,38 @@ func (q *Queue) Hold(t Ticket) {
 }
 
 // Next returns the first sender in queue order that has not declined an offer
-// since the openings count last changed.
-func (q *Queue) Next(openings uint64) (Ticket, Sender, bool) {
+// since the openings count last changed and, if it has a class, whose class
+// pass admits (every sender's class must be one of pass's; pass may be nil
+// when no sender has a class). One call is one pass in the sense of
+// limit.Pass: a class found full is not checked again for the senders behind
+// it, at that priority or lower ones; the caller resets pass between calls.
+func (q *Queue) Next(openings uint64, pass *limit.Pass) (Ticket, Sender, bool) {
 	for _, lv := range q.levels {
 		for slot := lv.head; slot >= 0; {
 			node := &q.nodes[slot]
-			if !node.held && (!node.declined || node.declinedAt < openings) {
+			if !node.held && (!node.declined || node.declinedAt < openings) &&
+				(node.class == 0 || admits(pass, node.class)) {
 				return makeTicket(node.generation, slot), node.sender, true
 			}
 			slot = node.next
 		}
 	}
 	return 0, nil, false
+}
+
+func admits(pass *limit.Pass, class int32) bool {
+	ok, err := pass.Admits(limit.ClassID(class - 1))
+	return ok && err == nil
+}
+
+// Class returns the class of the sender named t; ok is false if t is not
+// waiting or its sender has no class.
+func (q *Queue) Class(t Ticket) (class limit.ClassID, ok bool) {
+	_, node := q.lookup(t)
+	if node == nil || node.class == 0 {
+		return 0, false
+	}
+	return limit.ClassID(node.class - 1), true
 }
 
 // Len returns the number of waiting senders.

@@ -83,7 +83,7 @@ func (pl *Pool) Observe(ref Ref, s limit.Sample) *LimiterPanic {
 		return nil
 	}
 	if s.Outcome == limit.Answered || s.Outcome == limit.TimedOut {
-		pl.ObserveRTT(ref, s.RTT)
+		pl.observeRTT(r, s.RTT)
 	}
 	if r.limiter == nil {
 		return nil

@@ -176,14 +176,15 @@ func (pl *Pool) Get(ref Ref) (Peer, bool) {
 	return r.peer, true
 }
 
-// OpenOf returns how many open channels the peer ref names has: 0 if it is
-// gone or at its limit.
-func (pl *Pool) OpenOf(ref Ref) int {
+// Target returns the peer ref names, to send it a message, and how many
+// open channels it has: p is nil if it is gone, and open 0 if it is at its
+// limit.
+func (pl *Pool) Target(ref Ref) (p Peer, open int) {
 	r := pl.live(ref)
 	if r == nil {
-		return 0
+		return nil, 0
 	}
-	return int(r.open())
+	return r.peer, int(r.open())
 }
 
 // Close closes one open channel of the peer ref names and returns how many
@@ -260,10 +261,13 @@ const rttWeight = 3
 // ObserveRTT folds one response time into the smoothed response time of the
 // peer ref names; it does nothing if the peer is gone.
 func (pl *Pool) ObserveRTT(ref Ref, sample time.Duration) {
-	r := pl.live(ref)
-	if r == nil {
-		return
+	if r := pl.live(ref); r != nil {
+		pl.observeRTT(r, sample)
 	}
+}
+
+// observeRTT is ObserveRTT for the connected peer whose record is r.
+func (pl *Pool) observeRTT(r *record, sample time.Duration) {
 	if r.rtt == 0 {
 		r.rtt = sample
 	} else {

@@ -66,6 +66,7 @@ func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 		if !ok {
 			return reopened
 		}
+		s.releaseLocked(f.Terms)
 		if !f.Notification {
 			s.countEndLocked(&f)
 			s.callbacksMu.Lock()

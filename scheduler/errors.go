@@ -36,6 +36,9 @@ var (
 	// ErrBadBounds: ConnectWith was given limit bounds that do not satisfy
 	// 1 <= Min <= Start <= Max.
 	ErrBadBounds = limit.ErrBadBounds
+	// ErrUnknownClass: ScheduleWith named a class that Config.Classes does
+	// not declare.
+	ErrUnknownClass = limit.ErrUnknownClass
 
 	ErrNilReceiver       = receiver.ErrNilReceiver
 	ErrBadTimeout        = receiver.ErrBadTimeout

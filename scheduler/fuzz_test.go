@@ -74,6 +74,15 @@ var opTable = [32]int{
 	opUseKeptOffer, opStats, opStats, opSchedule, opDeliver, opAdvance, opStop,
 }
 
+// fuzzClasses are the class sets an extended program may declare: none, two
+// flat classes, and a tree whose root caps its children together.
+var fuzzClasses = [3][]limit.Class{
+	nil,
+	{{Name: "a", Limit: 1}, {Name: "b", Limit: 2}},
+	{{Name: "x", Limit: 2, Parent: "total"}, {Name: "total", Limit: 3}, {Name: "y", Limit: 1, Parent: "x"},
+		{Name: "z", Limit: limit.Unlimited, Parent: "total"}},
+}
+
 var (
 	fuzzTimeouts = [8]time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond,
 		10 * time.Millisecond, 20 * time.Millisecond, 5 * time.Millisecond, 60 * time.Millisecond}
@@ -116,6 +125,8 @@ type schedulerAPI interface {
 	ConnectWith(p peer.Peer, opts peer.Options) error
 	Disconnect(id peer.ID) error
 	Schedule(snd offer.Sender, priority int) (offer.Ticket, error)
+	ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error)
+	ClassUsage(dst []ClassUsage) []ClassUsage
 	WithdrawSender(t offer.Ticket) bool
 	WithdrawReceiver(id receiver.RequestID) bool
 	Deliver(from peer.ID, id receiver.RequestID, response any) error
@@ -156,6 +167,7 @@ type fuzzSide struct {
 	sending    *fuzzReceiver                 // the receiver of the request being sent
 	offered    *fuzzSender                   // the sender whose OnOffer is running
 	connected  map[peer.ID]bool
+	classNames []string // the classes the Config declares
 	values     int
 	messages   int
 	sentAt     []time.Duration // when each send the host accepted began
@@ -263,9 +275,17 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		priority := int(in.next() % 4)
 		snd := &fuzzSender{sd: sd, n: len(sd.senders), plan: in.take(1 + int(in.next()%6))}
 		sd.senders = append(sd.senders, snd)
-		t, err := sd.api.Schedule(snd, priority)
+		var opts offer.Options
+		if sd.extended {
+			// No class, one of those declared, or one that is not.
+			names := append(slices.Clone(sd.classNames), "undeclared")
+			if c := int(in.next()) % (len(names) + 1); c > 0 {
+				opts.Class = names[c-1]
+			}
+		}
+		t, err := sd.api.ScheduleWith(snd, priority, opts)
 		sd.returned(nested)
-		sd.logf("schedule s%d prio %d: %s", snd.n, priority, errClass(err))
+		sd.logf("schedule s%d prio %d class %q: %s", snd.n, priority, opts.Class, errClass(err))
 		snd.ticket, snd.scheduled = t, err == nil
 	case opDeliver, opDeliverWrong, opDeliverUnknown:
 		id := sd.pickID(in.next())
@@ -417,7 +437,7 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 		sd.violate("s%d offered %+v", s.n, st)
 	case stats.SendersWaiting > 1 && st.Size != 1:
 		sd.violate("s%d offered size %d while %d senders wait", s.n, st.Size, stats.SendersWaiting)
-	case stats.SendersWaiting == 1 && sd.cfg.Budget == (Budget{}) && st.Size != min(stats.ChannelsOpen, st.Len):
+	case stats.SendersWaiting == 1 && sd.cfg.Budget == (Budget{}) && sd.cfg.Classes == nil && st.Size != min(stats.ChannelsOpen, st.Len):
 		sd.violate("s%d, alone, offered size %d of %d with %d open", s.n, st.Size, st.Len, stats.ChannelsOpen)
 	case st.Size > min(stats.ChannelsOpen, st.Len):
 		sd.violate("s%d offered size %d of %d with %d open", s.n, st.Size, st.Len, stats.ChannelsOpen)
@@ -636,6 +656,12 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 	if st := sd.api.Stats(); sd.cfg.Budget.MaxInFlight > 0 && st.ChannelsClosed > sd.cfg.Budget.MaxInFlight {
 		sd.violate("%s sent a message with %d in flight, above the budget %d", p.id, st.ChannelsClosed, sd.cfg.Budget.MaxInFlight)
 	}
+	// Promise 17: it booked its class, if any, within every limit.
+	for _, c := range sd.api.ClassUsage(nil) {
+		if c.InFlight > c.Limit || c.InFlight < 0 {
+			sd.violate("%s sent a message with %d in flight in class %s, limit %d", p.id, c.InFlight, c.Name, c.Limit)
+		}
+	}
 	began := sd.now()
 	err := p.send(requestID)
 	if err == nil {
@@ -711,7 +737,8 @@ var errClasses = []struct {
 	{"already connected", ErrAlreadyConnected}, {"unknown peer", ErrUnknownPeer},
 	{"nil sender", ErrNilSender}, {"too many senders", ErrTooManySenders},
 	{"expired", ErrOfferExpired}, {"no such channel", ErrNoSuchChannel}, {"channel used", ErrChannelUsed},
-	{"size exceeded", ErrSizeExceeded}, {"peer gone", ErrPeerGone}, {"peer at its limit", ErrPeerAtLimit}, {"nil receiver", ErrNilReceiver},
+	{"size exceeded", ErrSizeExceeded}, {"peer gone", ErrPeerGone}, {"peer at its limit", ErrPeerAtLimit},
+	{"unknown class", ErrUnknownClass}, {"nil receiver", ErrNilReceiver},
 	{"bad timeout", ErrBadTimeout}, {"too many requests", ErrTooManyRequests},
 	{"unknown request", ErrUnknownRequest}, {"wrong peer", ErrWrongPeer},
 	{"duplicate", ErrDuplicateResponse}, {"late", ErrLateResponse},
@@ -765,6 +792,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 				// A token every 20ms or 5ms, in bursts of 1 to 3.
 				cfg.Budget.Rate, cfg.Budget.Burst = [2]int64{50, 200}[b%2], 1+int64(b>>2)%3
 			}
+			cfg.Classes = fuzzClasses[in.next()%3]
 		}
 		mock := clock.NewMock()
 		logs := &recordingHandler{}
@@ -778,6 +806,10 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 		rs, ms := newFuzzSide("real", s, cfg), newFuzzSide("model", m, cfg)
 		rs.mock, ms.model = mock, m
 		rs.extended, ms.extended = extended, extended
+		for _, c := range cfg.Classes {
+			rs.classNames = append(rs.classNames, c.Name)
+			ms.classNames = append(ms.classNames, c.Name)
+		}
 
 		var settle func()
 		if !inline {
@@ -805,6 +837,9 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 			}
 			if got, want := sortedUsage(s), sortedUsage(m); !slices.Equal(got, want) {
 				t.Fatalf("step %d (%s): PeerUsage\nreal:  %+v\nmodel: %+v\nlog:\n%s", step, what, got, want, tail(rs.log, 30))
+			}
+			if got, want := s.ClassUsage(nil), m.ClassUsage(nil); !slices.Equal(got, want) {
+				t.Fatalf("step %d (%s): ClassUsage\nreal:  %+v\nmodel: %+v\nlog:\n%s", step, what, got, want, tail(rs.log, 30))
 			}
 			checkBalanced(t, s)
 			// Promise 4 (and the drainer's promise): a channel reopening
@@ -845,6 +880,15 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 		}
 		finalChecks(t, rs, s.Stats())
 		finalChecks(t, ms, m.Stats())
+		// Promise 17: every booking was released, exactly once.
+		for _, c := range s.ClassUsage(nil) {
+			if c.InFlight != 0 {
+				t.Fatalf("after Stop, class %s holds %d", c.Name, c.InFlight)
+			}
+		}
+		if s.bookingErrors != 0 {
+			t.Fatalf("%d bookings or releases refused by the classes", s.bookingErrors)
+		}
 		if n := logs.count("peersched: recovered a panic in user code"); uint64(n) != s.Stats().PanicsHandled {
 			t.Fatalf("%d panics handled, %d logged", s.Stats().PanicsHandled, n)
 		}
@@ -1000,36 +1044,53 @@ var fuzzSeeds = [][]byte{
 	// Extended programs.
 	// A limit that falls with requests in flight, retiring their channels
 	// as they end, then rises again; a timeout is shown to the limiter too.
-	extendedProgram(0, 0, 0, 0, 0, connectDrivenOp(1, 3, []byte{1, 1, 4, 3}), connectFixedOp(2, 1),
-		scheduleOp(0, 2, 3<<5), scheduleOp(0, 0, 0), deliverOp(1), deliverOp(1), advanceOp(6),
-		scheduleOp(0, 2, 3<<5), deliverOp(0), advanceOp(6)),
+	extendedProgram(0, 0, 0, 0, 0, 0, connectDrivenOp(1, 3, []byte{1, 1, 4, 3}), connectFixedOp(2, 1),
+		classedOp(0, 0, 2, 3<<5), classedOp(0, 0, 0, 0), deliverOp(1), deliverOp(1), advanceOp(6),
+		classedOp(0, 0, 2, 3<<5), deliverOp(0), advanceOp(6)),
 	// The limit falls while an offer listing the peer's channel is open:
 	// during the offer's first send the host delivers an earlier answer,
 	// the limiter lowers the limit to 1, and the offer's second send finds
 	// the peer at its limit.
-	extendedProgram(0, 0, 0, 0, 0, connectDrivenOp(1, 3, []byte{1}, 0, 6, 0, opByte(opDeliver), 1, 0),
-		scheduleOp(0, 0, 0), scheduleOp(0, 2, 1<<5), advanceOp(6)),
+	extendedProgram(0, 0, 0, 0, 0, 0, connectDrivenOp(1, 3, []byte{1}, 0, 6, 0, opByte(opDeliver), 1, 0),
+		classedOp(0, 0, 0, 0), classedOp(0, 0, 2, 1<<5), advanceOp(6)),
 	// An in-flight budget of 2 over two peers: one sender alone gets an
 	// offer of 2; the others wait, and go as messages end, a disconnect's
 	// included.
-	extendedProgram(0, 0, 0, 2, 0, connectFixedOp(1, 3), connectFixedOp(2, 3), scheduleOp(0, 2, 3<<5),
-		scheduleOp(1, 0, 0), scheduleOp(0, 3, 1), deliverOp(0), disconnectOp(1), advanceOp(6), advanceOp(6)),
+	extendedProgram(0, 0, 0, 2, 0, 0, connectFixedOp(1, 3), connectFixedOp(2, 3), classedOp(0, 0, 2, 3<<5),
+		classedOp(1, 0, 0, 0), classedOp(0, 0, 3, 1), deliverOp(0), disconnectOp(1), advanceOp(6), advanceOp(6)),
 	// A rate of 50/s in bursts of 2: a refused send gives its token back,
 	// so the next sender goes at once; the others wait their turns, a
 	// token every 20ms.
-	extendedProgram(0, 0, 0, 0, 2|1<<2, connectFixedOp(1, 3, 3, 0, 0, 0), scheduleOp(0, 2, 1<<5), scheduleOp(0, 0, 0),
-		scheduleOp(0, 0, 0), scheduleOp(0, 0, 0), advanceOp(1), advanceOp(3), advanceOp(3), advanceOp(6)),
+	extendedProgram(0, 0, 0, 0, 2|1<<2, 0, connectFixedOp(1, 3, 3, 0, 0, 0), classedOp(0, 0, 2, 1<<5),
+		classedOp(0, 0, 0, 0), classedOp(0, 0, 0, 0), classedOp(0, 0, 0, 0), advanceOp(1), advanceOp(3), advanceOp(3), advanceOp(6)),
 	// Vegas, fed by answers and timeouts.
-	extendedProgram(0, 0, 0, 0, 0, connectVegasOp(1, 2), scheduleOp(0, 2, 3<<5), deliverOp(0), deliverOp(1),
-		scheduleOp(0, 2, 3<<5), advanceOp(6), scheduleOp(0, 2, 3<<5), deliverOp(0), advanceOp(6)),
+	extendedProgram(0, 0, 0, 0, 0, 0, connectVegasOp(1, 2), classedOp(0, 0, 2, 3<<5), deliverOp(0), deliverOp(1),
+		classedOp(0, 0, 2, 3<<5), advanceOp(6), classedOp(0, 0, 2, 3<<5), deliverOp(0), advanceOp(6)),
+	// A tree of classes (x and z under total, y under x): senders of a
+	// full class are passed over, keeping their places, for those behind
+	// them, and go first once a message of their class ends; an
+	// undeclared class is refused.
+	extendedProgram(0, 0, 0, 0, 0, 2, classedOp(3, 3, 0, 0), classedOp(3, 3, 0, 0), classedOp(2, 1, 0, 0),
+		classedOp(0, 4, 0, 0), classedOp(0, 4, 0, 0), classedOp(0, 0, 0, 0), classedOp(0, 5, 0, 0),
+		connectFixedOp(1, 3), connectFixedOp(2, 3), deliverOp(5), advanceOp(6), advanceOp(6)),
+	// Two flat classes: a notification holds its class until digested, a
+	// refused send releases its booking at once, and so does a disconnect.
+	extendedProgram(0, 0, 0, 0, 0, 1, connectFixedOp(1, 3, 0, 3, 0, 0), classedOp(0, 1, 3, 1), classedOp(0, 1, 0, 0),
+		classedOp(0, 2, 0, 0), classedOp(0, 2, 0, 0), advanceOp(2), disconnectOp(1), connectFixedOp(2, 1), advanceOp(6)),
+	// A notification whose peer leaves while it is sent has ended: its
+	// class is free for the next sender of the class.
+	extendedProgram(0, 0, 0, 0, 0, 1, connectFixedOp(1, 2, 8), classedOp(0, 1, 3, 1), classedOp(0, 1, 0, 0),
+		connectFixedOp(2, 1), advanceOp(6)),
 }
 
 // extendedMarker, as a program's first byte, makes it an extended program:
 // after the three bytes of the Config it reads two for the Budget (the
-// in-flight cap, and a rate if the second is 2 or 3 mod 4), and its connects
-// read one more byte, for the peer's limit (mod 4: 1 driven by a
-// fuzzLimiter whose plan length is the byte's upper bits, 2 Vegas, else
-// fixed).
+// in-flight cap, and a rate if the second is 2 or 3 mod 4) and one for the
+// Classes (fuzzClasses, mod 3); its connects read one more byte, for the
+// peer's limit (mod 4: 1 driven by a fuzzLimiter whose plan length is the
+// byte's upper bits, 2 Vegas, else fixed), and its schedules one more, for
+// the sender's class (mod the classes plus 2: 0 none, then each declared
+// class, then one that is not).
 // A program whose first byte is anything else reads as it always has.
 const extendedMarker = 0xff
 
@@ -1061,10 +1122,17 @@ func scheduleOp(priority byte, plan ...byte) []byte {
 }
 
 // extendedProgram is program for an extended program, with the Budget's
-// two bytes: maxInFlight (0, 1, 2, 4) and rate (below 2 none, else 50/s if
-// even and 200/s if odd, in bursts of 1+(rate>>2)%3).
-func extendedProgram(maxSenders, maxRequests, maxOffer, maxInFlight, rate byte, ops ...[]byte) []byte {
-	return slices.Concat([]byte{extendedMarker, maxSenders, maxRequests, maxOffer, maxInFlight, rate}, slices.Concat(ops...))
+// two bytes, maxInFlight (0, 1, 2, 4) and rate (below 2 none, else 50/s if
+// even and 200/s if odd, in bursts of 1+(rate>>2)%3), and the index of the
+// fuzzClasses to declare. Its schedules take classedOp.
+func extendedProgram(maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes byte, ops ...[]byte) []byte {
+	return slices.Concat([]byte{extendedMarker, maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes}, slices.Concat(ops...))
+}
+
+// classedOp is scheduleOp in an extended program, with the sender's class:
+// 0 none, else the class-th declared (one past them: undeclared).
+func classedOp(priority, class byte, plan ...byte) []byte {
+	return append(scheduleOp(priority, plan...), class)
 }
 
 // connectFixedOp, connectDrivenOp and connectVegasOp are connectOp in an

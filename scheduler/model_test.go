@@ -52,8 +52,13 @@ package scheduler
 //     anything; in the bucket's case the offers resume when the next token
 //     is due. An offer's size is cut to what the budget allows. A send
 //     takes a token when it begins, and a send the host refuses gives it
-//     back. With an in-flight cap, any message's end (a disconnect's too)
-//     is followed by offers.
+//     back. With an in-flight cap or classes, any message's end (a
+//     disconnect's too) is followed by offers.
+//   - Classes: a message books its sender's class, and every ancestor, when
+//     its send begins, and releases them when it ends, however it ends (a
+//     refused send included). The next sender offered is the first that
+//     may be, whose class and every ancestor are below their limits; its
+//     offer's size is cut to the least room on that path.
 
 import (
 	"cmp"
@@ -74,6 +79,7 @@ type model struct {
 	bucket                            *limit.Bucket
 	tokenDue                          bool // senders wait for the next token, due at tokenAt
 	tokenAt                           time.Duration
+	classes                           []mClass
 
 	now      time.Duration
 	stopped  bool
@@ -111,9 +117,17 @@ type mPeer struct {
 	requests      []*mReq // outstanding, and notifications being digested, oldest first
 }
 
+// mClass is a class: its parent is an index into model.classes, or -1.
+type mClass struct {
+	name            string
+	limit, inFlight int
+	parent          int
+}
+
 type mSender struct {
 	s        offer.Sender
 	priority int
+	class    int // index into model.classes plus one; 0 for none
 	ticket   offer.Ticket
 	declined bool
 	held     bool   // its offer ended with sends in progress
@@ -129,6 +143,7 @@ type mOffer struct {
 	channels   []mChannel
 	used       []bool
 	size, sent int  // sent: claims, in progress or accepted
+	class      int  // the sender's
 	inProgress int  // sends the host has not returned from
 	accepted   bool // a send was accepted: the sender has left
 	discard    bool // stopped while undecided: discard unless a send is accepted
@@ -163,6 +178,7 @@ type mReq struct {
 	to       *mPeer
 	sentAt   time.Duration
 	load     int // the peer's messages in flight when it was sent, itself included
+	class    int // the class it booked, as mSender.class
 	deadline *mDeadline
 	sending  bool
 	held     outcome // the first outcome that came while sending
@@ -192,6 +208,16 @@ func newModel(cfg Config) *model {
 		m.maxRequests = DefaultMaxRequests
 	}
 	m.budget = cfg.Budget
+	for _, c := range cfg.Classes {
+		m.classes = append(m.classes, mClass{name: c.Name, limit: c.Limit, parent: -1})
+	}
+	for i, c := range cfg.Classes {
+		for j, p := range m.classes {
+			if c.Parent == p.name {
+				m.classes[i].parent = j
+			}
+		}
+	}
 	if b := cfg.Budget; b.Rate > 0 {
 		m.bucket, _ = limit.NewBucket(b.Rate, max(b.Burst, 1))
 	}
@@ -220,6 +246,29 @@ func (m *model) budgetRoom() (room int, wait time.Duration) {
 		room = min(room, int(tokens))
 	}
 	return room, 0
+}
+
+// classRoom is how many more messages class (an index plus one, 0 for none)
+// may have in flight: the least room on its path to its root.
+func (m *model) classRoom(class int) int {
+	room := math.MaxInt
+	for c := class - 1; c >= 0 && class > 0; c = m.classes[c].parent {
+		room = min(room, m.classes[c].limit-m.classes[c].inFlight)
+	}
+	return room
+}
+
+// book and unbook count a message in its class and every ancestor.
+func (m *model) book(class int) {
+	for c := class - 1; c >= 0 && class > 0; c = m.classes[c].parent {
+		m.classes[c].inFlight++
+	}
+}
+
+func (m *model) unbook(class int) {
+	for c := class - 1; c >= 0 && class > 0; c = m.classes[c].parent {
+		m.classes[c].inFlight--
+	}
 }
 
 // spend and refund charge a send to the rate, and give it back.
@@ -301,11 +350,18 @@ func (m *model) open() (n int) {
 	return n
 }
 
+// mayBeOffered reports whether s may be offered channels now, if any are
+// open: it is not held, has not declined since the last opening, and its
+// class has room.
+func (m *model) mayBeOffered(s *mSender) bool {
+	return !s.held && (!s.declined || s.at < m.openings) && m.classRoom(s.class) > 0
+}
+
 func (m *model) offerNext() bool {
 	if m.stopped || m.open() == 0 {
 		return false
 	}
-	i := slices.IndexFunc(m.queue, func(s *mSender) bool { return !s.held && (!s.declined || s.at < m.openings) })
+	i := slices.IndexFunc(m.queue, m.mayBeOffered)
 	if i < 0 {
 		return false
 	}
@@ -317,13 +373,14 @@ func (m *model) offerNext() bool {
 		return false
 	}
 	snd, openings := m.queue[i], m.openings
+	room = min(room, m.classRoom(snd.class))
 	size := 1
 	if len(m.queue) == 1 {
 		size = min(m.open(), room)
 	}
 	chans := m.best()
 	o := &mOffer{generation: m.offer.generation + 1, live: true, sender: snd, openings: openings, channels: chans,
-		used: make([]bool, len(chans)), size: min(size, len(chans))}
+		used: make([]bool, len(chans)), size: min(size, len(chans)), class: snd.class}
 	m.offer = o
 	m.undecided = append(m.undecided, o)
 	m.call(func() { snd.s.OnOffer(offer.New((*modelCarrier)(m), o.generation)) })
@@ -458,7 +515,7 @@ func (m *model) Disconnect(id peer.ID) error {
 			m.finish(q, disconnected)
 		}
 	}
-	m.after(m.budget.MaxInFlight > 0) // its messages freed budget
+	m.after(m.budget.MaxInFlight > 0 || len(m.classes) > 0) // its messages freed budget
 	return nil
 }
 
@@ -486,11 +543,21 @@ func (m *model) after(ended bool) {
 // --- senders ---
 
 func (m *model) Schedule(s offer.Sender, priority int) (offer.Ticket, error) {
+	return m.ScheduleWith(s, priority, offer.Options{})
+}
+
+func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (offer.Ticket, error) {
+	class := 0
+	if opts.Class != "" {
+		class = 1 + slices.IndexFunc(m.classes, func(c mClass) bool { return c.name == opts.Class })
+	}
 	switch {
 	case s == nil:
 		return 0, ErrNilSender
 	case m.stopped:
 		return 0, ErrStopped
+	case opts.Class != "" && class == 0:
+		return 0, ErrUnknownClass
 	case len(m.queue) >= m.maxSenders:
 		return 0, ErrTooManySenders
 	}
@@ -499,7 +566,7 @@ func (m *model) Schedule(s offer.Sender, priority int) (offer.Ticket, error) {
 	for at > 0 && m.queue[at-1].priority < priority {
 		at--
 	}
-	m.queue = slices.Insert(m.queue, at, &mSender{s: s, priority: priority, ticket: t})
+	m.queue = slices.Insert(m.queue, at, &mSender{s: s, priority: priority, ticket: t, class: class})
 	m.want()
 	return t, nil
 }
@@ -590,8 +657,9 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	}
 	p.closed++
 	m.spend()
+	m.book(o.class)
 	q := m.add(r, p)
-	q.load = p.closed
+	q.load, q.class = p.closed, o.class
 	q.deadline = m.arm(timeout, q)
 	if err := m.hostSend(p, uint64(q.id), message); err != nil {
 		m.disarm(q)
@@ -628,11 +696,13 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	o := c.offer
 	p.closed++
 	m.spend()
+	m.book(o.class)
 	if err := m.hostSend(p, 0, message); err != nil {
 		if !p.gone {
 			p.closed--
 		}
 		m.refund()
+		m.unbook(o.class)
 		c.unclaim(o, i)
 		m.st.SendErrors++
 		m.want()
@@ -640,11 +710,12 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	}
 	m.sendEnded(o, true)
 	m.st.Notified++
-	if m.stopped {
+	if m.stopped || p.gone {
 		m.endMessage(p)
-	} else if !p.gone {
+		m.unbook(o.class) // it has ended already
+	} else {
 		q := m.add(nil, p)
-		q.note, q.sending = true, false
+		q.note, q.sending, q.class = true, false, o.class
 		m.inFlight--
 		q.deadline = m.arm(digest, q)
 	}
@@ -702,6 +773,7 @@ func (m *model) hold(q *mReq, o outcome) {
 // release ends q and frees its slot, without telling anyone.
 func (m *model) release(q *mReq, o outcome) {
 	q.ended = o
+	m.unbook(q.class)
 	m.disarm(q)
 	q.to.requests = slices.DeleteFunc(q.to.requests, func(x *mReq) bool { return x == q })
 	m.free = append(m.free, int(uint32(q.id))-1)
@@ -935,8 +1007,7 @@ func (m *model) Stop() {
 // leave behind.
 func (m *model) stranded() bool {
 	room, _ := m.budgetRoom()
-	return !m.stopped && m.open() > 0 && room > 0 &&
-		slices.ContainsFunc(m.queue, func(s *mSender) bool { return !s.held && (!s.declined || s.at < m.openings) })
+	return !m.stopped && m.open() > 0 && room > 0 && slices.ContainsFunc(m.queue, m.mayBeOffered)
 }
 
 func (m *model) Stats() Stats {
@@ -947,6 +1018,13 @@ func (m *model) Stats() Stats {
 		st.ChannelsClosed += p.closed
 	}
 	return st
+}
+
+func (m *model) ClassUsage(dst []ClassUsage) []ClassUsage {
+	for _, c := range m.classes {
+		dst = append(dst, ClassUsage{Name: c.name, Limit: c.limit, InFlight: c.inFlight})
+	}
+	return dst
 }
 
 func (m *model) PeerUsage(dst []peer.Usage) []peer.Usage {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/peersched/peersched/offer"
@@ -52,13 +53,25 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 		return nil, 0, false
 	}
 	openings := s.pool.Openings()
-	t, snd, ok := s.queue.Next(openings)
+	if s.pass != nil {
+		s.pass.Reset() // every offer is a new pass over the queue
+	}
+	t, snd, ok := s.queue.Next(openings, s.pass)
 	if !ok {
 		return nil, 0, false
 	}
-	room := s.budgetRoomLocked()
-	if room == 0 {
-		return nil, 0, false
+	room := math.MaxInt
+	if s.budgeted {
+		if room = s.budgetRoomLocked(); room == 0 {
+			return nil, 0, false
+		}
+	}
+	s.offerClass = 0
+	if s.classes != nil {
+		if class, ok := s.queue.Class(t); ok {
+			s.offerClass = int32(class) + 1
+			room = min(room, s.classRoomLocked(s.offerClass))
+		}
 	}
 	// Fairness: while others wait, a sender may close one channel per offer;
 	// alone, it may close every channel it is shown, as far as the budget
@@ -122,13 +135,13 @@ func (s *Scheduler) claim(generation uint64, i int) (offer.Channel, peer.Peer, e
 		s.offersMu.Unlock()
 		return offer.Channel{}, nil, err
 	}
-	p, ok := s.pool.Get(ch.Ref())
-	if !ok {
+	p, open := s.pool.Target(ch.Ref())
+	if p == nil {
 		s.book.Finish(generation, i, false)
 		s.offersMu.Unlock()
 		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerGone, ch.Peer)
 	}
-	if s.pool.OpenOf(ch.Ref()) == 0 {
+	if open == 0 {
 		// The peer's limit fell after the offer was made, and took the
 		// channel with it.
 		s.book.Finish(generation, i, false)
@@ -181,8 +194,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	}
 	load := s.pool.Close(ref)
 	s.spendLocked()
+	class := s.bookLocked()
 	now := s.now()
-	id := s.table.Add(r, ref, now, timeout, receiver.Terms{Load: int32(load)})
+	id := s.table.Add(r, ref, now, timeout, receiver.Terms{Load: int32(load), Class: class})
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -221,6 +235,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		// came: until the send returned, the request held it. (A
 		// disconnected peer's channel is gone and stays gone.)
 		f.PeerID = ch.Peer
+		s.releaseLocked(f.Terms)
 		s.countEndLocked(&f)
 		s.callbacksMu.Lock()
 		s.oweLocked(&f)
@@ -243,6 +258,7 @@ func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID)
 	s.requestsMu.Lock()
 	if f, ok := s.table.Unsend(id); ok {
 		s.pool.Unclose(f.Peer)
+		s.releaseLocked(f.Terms)
 	}
 	s.refundLocked()
 	s.finishSendLocked(generation, i, false)
@@ -263,12 +279,14 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	ref := ch.Ref()
 	load := s.pool.Close(ref)
 	s.spendLocked()
+	terms := receiver.Terms{Load: int32(load), Class: s.bookLocked()}
 	s.offersMu.Unlock()
 
 	undo := func() {
 		s.offersMu.Lock()
 		s.pool.Unclose(ref)
 		s.refundLocked()
+		s.releaseLocked(terms)
 		s.finishSendLocked(generation, i, false)
 		s.sendErrors++
 		s.offersMu.Unlock()
@@ -299,10 +317,14 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	s.notified++
 	s.requestsMu.Lock()
 	stopped := s.stopped
+	recorded := false
 	if !stopped {
 		now := s.now()
-		s.table.Notify(ref, now, digest, receiver.Terms{Load: int32(load)})
+		recorded = s.table.Notify(ref, now, digest, terms)
 		s.armTimerLocked(now)
+	}
+	if !recorded {
+		s.releaseLocked(terms) // stopped, or its peer left: it has ended
 	}
 	s.requestsMu.Unlock()
 	reopened := stopped && s.endLocked(ref)

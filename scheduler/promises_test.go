@@ -1113,3 +1113,122 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 	_, err = New(Config{Budget: Budget{Rate: 1, Burst: limit.MaxBurst + 1}})
 	require.ErrorIs(t, err, ErrBadConfig)
 }
+
+func TestPromise17_ClassBooking(t *testing.T) {
+	classes := []limit.Class{
+		{Name: "total", Limit: 3},
+		{Name: "ledger", Limit: 2, Parent: "total"},
+		{Name: "fetch", Limit: 1, Parent: "ledger"},
+		{Name: "tx", Limit: limit.Unlimited, Parent: "total"},
+	}
+	inBubble(t, Config{Classes: classes}, func(w *world) {
+		held := func() map[string]int {
+			out := map[string]int{}
+			for _, c := range w.s.ClassUsage(nil) {
+				out[c.Name] = c.InFlight
+				require.LessOrEqual(t, c.InFlight, c.Limit, "class %s", c.Name)
+			}
+			return out
+		}
+		rec := newOutcomes()
+		a := w.connect("A", 10)
+		var ids []receiver.RequestID
+		var order []string
+		greedy := func(name string) *script {
+			return &script{name: name, onOffer: func(o offer.Offer) {
+				order = append(order, fmt.Sprintf("%s:%d", name, o.Size()))
+				for i := range o.Size() {
+					id, err := o.Request(i, name, rec, time.Second)
+					if err != nil {
+						require.ErrorIs(t, err, errRefused)
+						order = append(order, name+":refused")
+						continue
+					}
+					ids = append(ids, id)
+				}
+			}}
+		}
+		schedule := func(snd *script, priority int, class string) {
+			t.Helper()
+			_, err := w.s.ScheduleWith(snd, priority, offer.Options{Class: class})
+			require.NoError(t, err)
+		}
+
+		// Alone, a sender may send only as much as its class has room for.
+		schedule(greedy("fetch1"), 5, "fetch")
+		require.Equal(t, []string{"fetch1:1"}, order, "10 channels open, room for 1 in fetch")
+		require.Equal(t, map[string]int{"total": 1, "ledger": 1, "fetch": 1, "tx": 0}, held(), "booked in the class and every ancestor")
+
+		// A sender whose class is full is passed over, keeping its place.
+		fetch2 := greedy("fetch2")
+		schedule(fetch2, 5, "fetch")
+		schedule(greedy("ledger1"), 0, "ledger")
+		schedule(greedy("tx1"), 0, "tx")
+		schedule(greedy("plain"), 0, "")
+		require.Equal(t, []string{"fetch1:1", "ledger1:1", "tx1:1", "plain:1"}, order)
+		require.Zero(t, fetch2.offerCount())
+		require.Equal(t, map[string]int{"total": 3, "ledger": 2, "fetch": 1, "tx": 1}, held())
+
+		// The parent caps its children together: tx has no limit of its
+		// own, but total is full.
+		tx2 := greedy("tx2")
+		schedule(tx2, 9, "tx")
+		require.Zero(t, tx2.offerCount())
+		require.Equal(t, 2, w.s.Stats().SendersWaiting)
+
+		// A response releases fetch1's booking: fetch and ledger have room,
+		// and so has total, once; the highest priority goes first.
+		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
+		require.Equal(t, []string{"fetch1:1", "ledger1:1", "tx1:1", "plain:1", "tx2:1"}, order)
+		require.Equal(t, map[string]int{"total": 3, "ledger": 1, "fetch": 0, "tx": 2}, held())
+
+		// A refused send is undone: its booking with it.
+		a.mu.Lock()
+		a.fail = errRefused
+		a.mu.Unlock()
+		require.NoError(t, w.s.Deliver("A", ids[2], "tx1 done")) // total has room for fetch2 now
+		require.Equal(t, 1, fetch2.offerCount())
+		require.Equal(t, map[string]int{"total": 2, "ledger": 1, "fetch": 0, "tx": 1}, held(), "the refused send booked nothing")
+		a.mu.Lock()
+		a.fail = nil
+		a.mu.Unlock()
+
+		// A timeout releases, and so does a disconnect; a notification
+		// holds its class until the peer has digested it.
+		w.advance(time.Second) // ledger1's and tx2's requests time out
+		require.Equal(t, 2, fetch2.offerCount(), "channels reopened: fetch2, which sent nothing, is offered again, and sends")
+		require.Equal(t, map[string]int{"total": 1, "ledger": 1, "fetch": 1, "tx": 0}, held(), "the timeouts released theirs")
+		schedule(&script{onOffer: func(o offer.Offer) { require.NoError(t, o.Notify(0, "n", 50*time.Millisecond)) }}, 0, "tx")
+		require.Equal(t, map[string]int{"total": 2, "ledger": 1, "fetch": 1, "tx": 1}, held())
+		w.advance(50 * time.Millisecond)
+		require.Equal(t, map[string]int{"total": 1, "ledger": 1, "fetch": 1, "tx": 0}, held(), "digested")
+		require.NoError(t, w.s.Disconnect(peerOf(w, ids[len(ids)-1])))
+		require.Equal(t, map[string]int{"total": 0, "ledger": 0, "fetch": 0, "tx": 0}, held())
+
+		// Stop releases what is left, once.
+		w.connect("B", 2)
+		schedule(greedy("last"), 0, "ledger")
+		require.Equal(t, map[string]int{"total": 2, "ledger": 2, "fetch": 0, "tx": 0}, held(), "alone, up to the room in ledger")
+		w.s.Stop()
+		require.Equal(t, map[string]int{"total": 0, "ledger": 0, "fetch": 0, "tx": 0}, held())
+		require.Zero(t, w.s.bookingErrors, "no booking or release was refused: each was released once")
+
+		_, err := w.s.ScheduleWith(&script{}, 0, offer.Options{Class: "nope"})
+		require.ErrorIs(t, err, ErrStopped)
+	})
+
+	inBubble(t, Config{Classes: classes}, func(w *world) {
+		before := w.s.Stats()
+		_, err := w.s.ScheduleWith(&script{}, 0, offer.Options{Class: "nope"})
+		require.ErrorIs(t, err, ErrUnknownClass)
+		require.Equal(t, before, w.s.Stats())
+	})
+	_, err := New(Config{Classes: []limit.Class{{Name: "a", Limit: 1, Parent: "b"}}})
+	require.ErrorIs(t, err, ErrBadConfig)
+	require.ErrorIs(t, err, limit.ErrUnknownClass)
+	s, err := New(Config{})
+	require.NoError(t, err)
+	_, err = s.ScheduleWith(&script{}, 0, offer.Options{Class: "any"})
+	require.ErrorIs(t, err, ErrUnknownClass, "no classes are declared")
+	s.Stop()
+}

@@ -32,6 +32,23 @@
 //     cheaper and, on a simulated clock, deterministic, at the price of host
 //     goroutines running other components' callbacks.
 //
+// # Traffic control
+//
+// Three controls decide how much is sent, on top of the offers' fairness;
+// none of them returns an error to a sender, which simply waits its turn:
+//
+//   - Each peer has a limit on its messages in flight: fixed (Connect) or
+//     adaptive (ConnectWith; a limit.Vegas by default, fed with the answers
+//     and timeouts of the peer's requests). A peer's channels are only open
+//     below its current limit.
+//   - Config.Budget caps the application's messages in flight and their
+//     rate, over every peer.
+//   - Config.Classes cap the messages in flight of each class of traffic
+//     that senders name in ScheduleWith, in a tree.
+//
+// An offer lists the peers' open channels, and its size never exceeds what
+// the budget and the sender's class allow at that moment.
+//
 // # Locks
 //
 // Two locks guard the state, and are always taken in this order: the offers
@@ -99,6 +116,11 @@ type Config struct {
 	// and messages per second, over every peer. While it is spent, senders
 	// wait. The zero Budget caps nothing.
 	Budget Budget
+	// Classes declares the classes of traffic senders may book (see
+	// ScheduleWith): each with a limit on its messages in flight and
+	// perhaps a parent, whose limit caps it and its siblings together.
+	// None by default.
+	Classes []limit.Class
 }
 
 // Scheduler is the message scheduler. Create one with New; the zero value is
@@ -114,9 +136,11 @@ type Scheduler struct {
 	inline      bool
 	budget      Budget
 	// gated: a message's end may let a sender through even when no
-	// channel reopens (it frees room in the in-flight budget), so every
-	// end is followed by offers.
+	// channel reopens (it frees room in the in-flight budget or in a
+	// class), so every end is followed by offers.
 	gated bool
+	// budgeted: the Budget caps something; without it, offers skip it.
+	budgeted bool
 
 	// stopped mirrors the field of the same name under the locks, for
 	// checks that must not take them.
@@ -137,11 +161,17 @@ type Scheduler struct {
 	pool       peer.Pool
 	queue      offer.Queue
 	book       offer.Book
-	bucket     *limit.Bucket // the budget's rate; nil without one
-	choices    []peer.Choice // scratch for building offers
-	notified   uint64
-	sendErrors uint64
-	stopped    bool // also guarded by requestsMu: set while holding both
+	bucket     *limit.Bucket  // the budget's rate; nil without one
+	classes    *limit.Classes // nil without classes
+	pass       *limit.Pass    // over classes, reset for every offer
+	offerClass int32          // the open offer's sender's class plus one; 0 for none
+	// bookingErrors counts bookings and releases that classes refused: a
+	// broken invariant, which the tests check never happens.
+	bookingErrors uint64
+	choices       []peer.Choice // scratch for building offers
+	notified      uint64
+	sendErrors    uint64
+	stopped       bool // also guarded by requestsMu: set while holding both
 
 	requestsMu lockorder.Mutex
 	// The following fields are guarded by requestsMu.
@@ -180,8 +210,9 @@ const (
 
 // New returns a running Scheduler. It fails with ErrBadConfig for negative
 // caps, a MaxRequests above MaxRequestsLimit, a bad RequestIDs range or
-// one smaller than MaxRequests, or a Budget that is negative, has a Burst
-// without a Rate, or a Burst above limit.MaxBurst.
+// one smaller than MaxRequests, a Budget that is negative, has a Burst
+// without a Rate, or a Burst above limit.MaxBurst, or Classes that
+// limit.NewClasses refuses (the error wraps both).
 func New(cfg Config) (*Scheduler, error) {
 	maxRequests, idErr := requestIDConfig(cfg)
 	switch {
@@ -195,6 +226,13 @@ func New(cfg Config) (*Scheduler, error) {
 	if err := cfg.Budget.validate(); err != nil {
 		return nil, err
 	}
+	var classes *limit.Classes
+	if len(cfg.Classes) > 0 {
+		var err error
+		if classes, err = limit.NewClasses(cfg.Classes); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
+		}
+	}
 	s := &Scheduler{
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
@@ -203,8 +241,10 @@ func New(cfg Config) (*Scheduler, error) {
 		maxOffer:    cfg.MaxOfferChannels,
 		inline:      cfg.InlineCallbacks,
 		budget:      cfg.Budget,
-		gated:       cfg.Budget.MaxInFlight > 0,
+		gated:       cfg.Budget.MaxInFlight > 0 || classes != nil,
+		budgeted:    cfg.Budget != (Budget{}),
 		bucket:      cfg.Budget.bucket(),
+		classes:     classes,
 		quiet:       make(chan struct{}),
 	}
 	if s.clock == nil {
@@ -220,6 +260,9 @@ func New(cfg Config) (*Scheduler, error) {
 		s.maxRequests = DefaultMaxRequests
 	}
 	s.table.SetIDRange(cfg.RequestIDs)
+	if classes != nil {
+		s.pass = classes.NewPass()
+	}
 	s.epoch = s.clock.Now()
 	s.offersMu.Init("offers", rankOffers)
 	s.requestsMu.Init("requests", rankRequests)
@@ -321,6 +364,7 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	s.callbacksMu.Lock()
 	for i := range s.finished {
 		f := &s.finished[i]
+		s.releaseLocked(f.Terms)
 		if !f.Notification { // a notification's channel just goes with its peer
 			s.countEndLocked(f)
 			s.oweLocked(f)
@@ -340,6 +384,18 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 // returns. It fails, changing nothing, with ErrNilSender, ErrTooManySenders or
 // ErrStopped.
 func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, error) {
+	return s.ScheduleWith(snd, priority, offer.Options{})
+}
+
+// ScheduleWith is Schedule with the sender's terms in opts: its class (see
+// offer.Options). A sender whose class, or any ancestor, has as many
+// messages in flight as its limit is passed over while it is, keeping its
+// place; once a message of the class ends it comes first again among those
+// behind it. Its offers let it send only as many messages as the class has
+// room for. It fails, changing nothing, with ErrNilSender, ErrStopped,
+// ErrUnknownClass (a class not declared in Config.Classes) or
+// ErrTooManySenders.
+func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error) {
 	if snd == nil {
 		return 0, ErrNilSender
 	}
@@ -348,11 +404,24 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 		s.offersMu.Unlock()
 		return 0, ErrStopped
 	}
+	class, classed := limit.ClassID(0), opts.Class != ""
+	if classed {
+		var err error
+		if class, err = s.classOf(opts.Class); err != nil {
+			s.offersMu.Unlock()
+			return 0, err
+		}
+	}
 	if s.queue.Len() >= s.maxSenders {
 		s.offersMu.Unlock()
 		return 0, ErrTooManySenders
 	}
-	t := s.queue.Push(snd, priority)
+	var t offer.Ticket
+	if classed {
+		t = s.queue.PushIn(snd, priority, class)
+	} else {
+		t = s.queue.Push(snd, priority)
+	}
 	s.offersMu.Unlock()
 	s.wantOffers()
 	return t, nil
@@ -429,6 +498,7 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	}
 	if ended {
 		s.countEndLocked(&f)
+		s.releaseLocked(f.Terms)
 		s.observeLocked(&f, limit.Answered, now)
 		reopened = s.endLocked(f.Peer) || reopened
 	}

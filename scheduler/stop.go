@@ -81,6 +81,7 @@ func (s *Scheduler) stopLocked() {
 	}
 	for i := range failed {
 		f := &failed[i]
+		s.releaseLocked(f.Terms)
 		if !f.Notification {
 			s.countEndLocked(f)
 			s.oweLocked(f)
