@@ -1,6 +1,8 @@
 package fetch
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -67,9 +69,14 @@ func (b *bulk) oldestLocked(now time.Time, after time.Duration, p peer.ID) *requ
 }
 
 // hedgeLocked hedges the oldest requests worth it on the channels of o not
-// used yet, healthy peers first, and returns how many it sent.
+// used yet, healthy peers first, and returns how many it sent. Each channel
+// takes the oldest request worth it that did not go to the channel's peer;
+// the requests are ranked once per offer, not once per channel, because an
+// offer at the tail can list every channel of a pool of busy peers.
 func (b *bulk) hedgeLocked(o offer.Offer, now time.Time) int {
 	after := b.hedgeAfterLocked()
+	var ranked []*request // built when the first channel needs it
+	first := 0            // ranked[:first] are all hedged now
 	sent := 0
 	for _, i := range b.order {
 		p := b.offered[i]
@@ -79,7 +86,19 @@ func (b *bulk) hedgeLocked(o offer.Offer, now time.Time) int {
 		if b.used[i] || b.tally.peer(p).streak > 0 {
 			continue
 		}
-		r := b.oldestLocked(now, after, p)
+		if ranked == nil {
+			ranked = b.hedgeableLocked(now, after)
+		}
+		for first < len(ranked) && ranked[first].hedged {
+			first++
+		}
+		var r *request
+		for _, c := range ranked[first:] {
+			if !c.hedged && c.to != p {
+				r = c
+				break
+			}
+		}
 		if r == nil {
 			continue
 		}
@@ -97,6 +116,23 @@ func (b *bulk) hedgeLocked(o offer.Offer, now time.Time) int {
 		sent++
 	}
 	return sent
+}
+
+// hedgeableLocked returns the requests in flight sent at least after ago
+// that are not hedges and have not been hedged, oldest first (by send time,
+// then ID): the order oldestLocked picks them in. It returns an empty,
+// non-nil slice if there are none.
+func (b *bulk) hedgeableLocked(now time.Time, after time.Duration) []*request {
+	ranked := make([]*request, 0, 8)
+	for _, r := range b.inFlight {
+		if !r.hedged && now.Sub(r.sentAt) >= after {
+			ranked = append(ranked, r)
+		}
+	}
+	slices.SortFunc(ranked, func(x, y *request) int {
+		return cmp.Or(x.sentAt.Compare(y.sentAt), cmp.Compare(x.id, y.id))
+	})
+	return ranked
 }
 
 // armHedgeLocked arms the hedge timer for when the oldest request not yet

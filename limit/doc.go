@@ -48,12 +48,15 @@
 // are a weaker signal here than in TCP, since on a peer-to-peer network a
 // request is also lost to faulty peers, which do not want a smaller limit.
 //
-// Our Vegas differs from Netflix's in three ways, each for a reason given on
+// Our Vegas differs from Netflix's in four ways, each for a reason given on
 // the type: it decides once per round (about one RTT) on the round's
 // smallest RTT rather than on every sample, so one slow response does not
-// move it and a change is judged only on samples sent after it; it cuts
-// straight to the pipe estimate plus Beta rather than by one, so an
-// overshoot from slow start is undone in one round; and it re-measures the
-// floor after draining its own queue, rather than resetting it to whatever
-// the next sample says, so the standing queue never creeps into the floor.
+// move it and a change is judged only on samples sent after it; in slow
+// start it also checks the round's mean RTT, because a sender that refills
+// channels in bursts meets a queue that drains every round, which the
+// smallest RTT cannot see while the limit doubles; it cuts straight to the
+// pipe estimate plus Beta rather than by one, so an overshoot from slow
+// start is undone in one round; and it re-measures the floor after draining
+// its own queue, rather than resetting it to whatever the next sample says,
+// so the standing queue never creeps into the floor.
 package limit

@@ -77,8 +77,11 @@ type Sample struct {
 	// as one nanosecond.
 	RTT time.Duration
 	// InFlight is how many requests the peer had in flight when this one
-	// was sent, this one included. It tells a limiter whether the peer was
-	// actually pushed to its limit.
+	// ended, this one included. It tells a limiter whether the peer was
+	// actually pushed to its limit. (The scheduler counts at the end rather
+	// than at the send so that a request in flight costs no memory for it;
+	// in a closed loop, where each end is followed by a send, the two are
+	// the same, and the largest over a round is the same either way.)
 	InFlight int
 	// Now is when the request ended, as an offset from an epoch the
 	// scheduler chooses (the same for every sample of one scheduler). Fixed

@@ -3,6 +3,7 @@ package limit
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 )
@@ -47,9 +48,9 @@ var ErrBadConfig = errors.New("limit: bad config")
 // Vegas decides once per round, not per sample: a round ends after as many
 // samples (of any outcome) as the limit was when the round began, about one
 // round trip of responses when the peer is kept busy. A round records its
-// smallest answered RTT (roundMin), the largest Sample.InFlight, and whether
-// any request timed out or failed. Every answered RTT also lowers the floor
-// if it is below it.
+// smallest answered RTT (roundMin) and their mean (roundMean), the largest
+// Sample.InFlight, and whether any request timed out or failed. Every
+// answered RTT also lowers the floor if it is below it.
 //
 // At the end of a round, in this order:
 //
@@ -59,6 +60,9 @@ var ErrBadConfig = errors.New("limit: bad config")
 //     nothing more, because its samples were mostly sent under the old
 //     limit. It lasts as many samples as the larger of the old and new
 //     limits.
+//   - Otherwise, in slow start, the round's mean comes first: if the mean
+//     pipe estimate Pm = ⌈L·floor/roundMean⌉ leaves a queue L − Pm above
+//     Beta, the limit becomes Pm + Beta and slow start ends.
 //   - Otherwise, with limit L, the pipe estimate P = ⌈L·floor/roundMin⌉ is
 //     how many requests the peer holds without queueing them (Little's law),
 //     and Q = L − P is the estimated queue. If Q > Beta the limit becomes
@@ -66,6 +70,19 @@ var ErrBadConfig = errors.New("limit: bad config")
 //     InFlight is at least L/2, the limit doubles while in slow start and
 //     grows by one after it. If Alpha ≤ Q ≤ Beta, slow start ends and the
 //     limit holds. A round with no answered sample decides nothing.
+//
+// Why the mean in slow start: the minimum is robust to jitter (a path whose
+// latency varies shows no queue in its fastest answer), but it misses a
+// queue that drains in every round. A sender that refills channels as a
+// round of answers comes back sends in bursts, and a peer whose service
+// times are alike then frees its workers in waves: each wave's first
+// requests find idle workers and come back at the floor, while the rest of
+// the burst waits a whole service time. The minimum then says "no queue"
+// however long the burst, and slow start would double until the peer's
+// queue overflows. The mean sees the wait (by Little's law it is what the
+// limit costs), at the price of counting jitter above the floor as queue;
+// that bias only ends slow start a little early, and congestion avoidance,
+// on the minimum, takes the limit the rest of the way.
 //
 // Slow start is on from the beginning until the first round that sees a
 // queue or a loss.
@@ -109,6 +126,8 @@ type Vegas struct {
 	roundLen      int
 	seen          int
 	roundMin      time.Duration // 0: nothing answered yet in the round
+	roundSum      time.Duration // of the round's answered RTTs, for the mean
+	roundAnswered int
 	roundInFlight int
 	roundLoss     bool
 }
@@ -175,6 +194,8 @@ func (v *Vegas) Observe(s Sample) {
 		if v.roundMin == 0 || rtt < v.roundMin {
 			v.roundMin = rtt
 		}
+		v.roundSum = addSaturating(v.roundSum, rtt)
+		v.roundAnswered++
 	} else {
 		v.roundLoss = true
 	}
@@ -206,7 +227,8 @@ func (v *Vegas) endRound() {
 		// Samples from before the last change, or no RTT at all: nothing to
 		// decide on.
 	default:
-		next, v.slowStart = decide(old, v.slowStart, v.floor, v.roundMin, v.roundInFlight, v.alpha, v.beta, v.bounds)
+		mean := v.roundSum / time.Duration(v.roundAnswered)
+		next, v.slowStart = decide(old, v.slowStart, v.floor, v.roundMin, mean, v.roundInFlight, v.alpha, v.beta, v.bounds)
 		v.rounds++
 		if v.probeEvery > 0 && v.rounds >= v.probeEvery {
 			v.saved = v.bounds.clamp(next)
@@ -217,14 +239,19 @@ func (v *Vegas) endRound() {
 	v.limit = v.bounds.clamp(next)
 	v.settling = v.limit != old
 	v.roundLen = max(old, v.limit)
-	v.seen, v.roundMin, v.roundInFlight, v.roundLoss = 0, 0, 0, false
+	v.seen, v.roundMin, v.roundSum, v.roundAnswered, v.roundInFlight, v.roundLoss = 0, 0, 0, 0, 0, false
 }
 
 // decide is one deciding round of Vegas as pure arithmetic: the limit after
 // a round that ran at limit with the given floor, smallest RTT and largest
 // in-flight count, and whether slow start goes on. The result is within b.
-// floor and roundMin are positive; floor <= roundMin.
-func decide(limit int, slowStart bool, floor, roundMin time.Duration, maxInFlight, alpha, beta int, b Bounds) (int, bool) {
+// floor, roundMin and roundMean are positive; floor <= roundMin <= roundMean.
+func decide(limit int, slowStart bool, floor, roundMin, roundMean time.Duration, maxInFlight, alpha, beta int, b Bounds) (int, bool) {
+	if slowStart {
+		if pm := pipe(limit, floor, roundMean); limit-pm > beta {
+			return b.clamp(pm + beta), false
+		}
+	}
 	p := pipe(limit, floor, roundMin)
 	queue := limit - p
 	switch {
@@ -262,6 +289,15 @@ func pipe(limit int, floor, rtt time.Duration) int {
 		q++
 	}
 	return int(q) // q <= limit
+}
+
+// addSaturating returns a+b for non-negative durations, or the largest
+// Duration if that overflows.
+func addSaturating(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // drain is the limit of a probe's draining round: half the pipe estimate

@@ -52,35 +52,45 @@ func TestDecide(t *testing.T) {
 		inFlight      int
 		want          int
 		wantSlowStart bool
+		mean          time.Duration // the round's mean RTT; 0 means rtt
 	}{
-		{"slow start doubles with no queue", 10, true, 50 * ms, 50 * ms, 10, 20, true},
-		{"slow start stops at max", 40, true, 50 * ms, 50 * ms, 40, 64, true},
-		{"after slow start, one more", 10, false, 50 * ms, 50 * ms, 10, 11, false},
-		{"one more stops at max", 64, false, 50 * ms, 50 * ms, 64, 64, false},
-		{"half the limit in use is enough to grow", 10, false, 50 * ms, 50 * ms, 5, 11, false},
-		{"under half in use: hold, still in slow start", 10, true, 50 * ms, 50 * ms, 4, 10, true},
-		{"queue 1 = alpha: hold, slow start ends", 6, true, 50 * ms, 60 * ms, 6, 6, false},
-		{"queue 2 = beta: hold", 7, false, 50 * ms, 70 * ms, 7, 7, false},
-		{"queue 3 > beta: pipe 8 + beta", 11, false, 50 * ms, 70 * ms, 11, 10, false},
-		{"overshoot undone in one step", 64, true, 50 * ms, 200 * ms, 64, 18, false},
-		{"shrinks even when app-limited", 40, false, 50 * ms, 100 * ms, 1, 22, false},
-		{"never below min", 10, false, 10 * ms, 10 * time.Second, 10, 3, false},
+		{"slow start doubles with no queue", 10, true, 50 * ms, 50 * ms, 10, 20, true, 0},
+		{"slow start stops at max", 40, true, 50 * ms, 50 * ms, 40, 64, true, 0},
+		{"after slow start, one more", 10, false, 50 * ms, 50 * ms, 10, 11, false, 0},
+		{"one more stops at max", 64, false, 50 * ms, 50 * ms, 64, 64, false, 0},
+		{"half the limit in use is enough to grow", 10, false, 50 * ms, 50 * ms, 5, 11, false, 0},
+		{"under half in use: hold, still in slow start", 10, true, 50 * ms, 50 * ms, 4, 10, true, 0},
+		{"queue 1 = alpha: hold, slow start ends", 6, true, 50 * ms, 60 * ms, 6, 6, false, 0},
+		{"queue 2 = beta: hold", 7, false, 50 * ms, 70 * ms, 7, 7, false, 0},
+		{"queue 3 > beta: pipe 8 + beta", 11, false, 50 * ms, 70 * ms, 11, 10, false, 0},
+		{"overshoot undone in one step", 64, true, 50 * ms, 200 * ms, 64, 18, false, 0},
+		{"shrinks even when app-limited", 40, false, 50 * ms, 100 * ms, 1, 22, false, 0},
+		{"never below min", 10, false, 10 * ms, 10 * time.Second, 10, 3, false, 0},
+		// A burst: half the round came back at the floor, half waited a
+		// whole 50ms service time.
+		{"slow start: a queue only the mean sees ends it", 32, true, 50 * ms, 50 * ms, 32, 24, false, 75 * ms},
+		{"slow start: mean queue 2 = beta: the minimum decides", 12, true, 50 * ms, 50 * ms, 12, 24, true, 60 * ms},
+		{"after slow start the minimum alone decides", 32, false, 50 * ms, 50 * ms, 32, 33, false, 75 * ms},
 	} {
-		got, ss := decide(c.limit, c.slowStart, c.floor, c.rtt, c.inFlight, 1, 2, b)
+		mean := c.mean
+		if mean == 0 {
+			mean = c.rtt
+		}
+		got, ss := decide(c.limit, c.slowStart, c.floor, c.rtt, mean, c.inFlight, 1, 2, b)
 		if got != c.want || ss != c.wantSlowStart {
 			t.Errorf("%s: decide = %d, %v; want %d, %v", c.name, got, ss, c.want, c.wantSlowStart)
 		}
 	}
 	// The one case above whose limit falls under Min with these bounds.
-	if got, _ := decide(10, false, 10*ms, time.Hour, 10, 1, 2, Bounds{Min: 4, Max: 64, Start: 4}); got != 4 {
+	if got, _ := decide(10, false, 10*ms, time.Hour, time.Hour, 10, 1, 2, Bounds{Min: 4, Max: 64, Start: 4}); got != 4 {
 		t.Errorf("clamped to min: %d", got)
 	}
 	// Huge bounds: doubling and adding one saturate at Max.
 	huge := Bounds{Min: 1, Max: maxInt, Start: 1}
-	if got, _ := decide(maxInt/2+1, true, 1, 1, maxInt, 1, 2, huge); got != maxInt {
+	if got, _ := decide(maxInt/2+1, true, 1, 1, 1, maxInt, 1, 2, huge); got != maxInt {
 		t.Errorf("doubling near maxInt: %d", got)
 	}
-	if got, _ := decide(maxInt, false, 1, 1, maxInt, 1, 2, huge); got != maxInt {
+	if got, _ := decide(maxInt, false, 1, 1, 1, maxInt, 1, 2, huge); got != maxInt {
 		t.Errorf("adding one at maxInt: %d", got)
 	}
 }
@@ -169,15 +179,25 @@ func TestVegasSlowStartThenQueue(t *testing.T) {
 	})
 }
 
-func TestVegasRoundMinimumNotAverage(t *testing.T) {
-	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 4}, ProbeEvery: -1})
+// TestVegasMinimumAndMean: after slow start, one fast answer in a round of
+// slow ones shows that the round saw no standing queue, and the limit grows;
+// in slow start the same round's mean shows the others' wait, and slow
+// start ends on it.
+func TestVegasMinimumAndMean(t *testing.T) {
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 8}, ProbeEvery: -1})
+	v.slowStart = false
 	run(t, v, []step{
-		{n: 4, s: answered(50*ms, 4), limit: 8, floor: 50 * ms},
-		{n: 8, s: answered(50*ms, 8), limit: 8, floor: 50 * ms, otherwise: "settling"},
-		// One fast answer in a round of slow ones: the round saw no standing
-		// queue, so the limit grows.
-		{n: 7, s: answered(500*ms, 8), limit: 8, floor: 50 * ms},
-		{s: answered(50*ms, 8), limit: 16, floor: 50 * ms, otherwise: "the round's minimum decides"},
+		{n: 7, s: answered(500*ms, 8), limit: 8, floor: 500 * ms},
+		{s: answered(50*ms, 8), limit: 9, floor: 50 * ms, otherwise: "the round's minimum decides: one more"},
+	})
+
+	v = newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 8}, ProbeEvery: -1})
+	run(t, v, []step{
+		{n: 7, s: answered(500*ms, 8), limit: 8, floor: 500 * ms},
+		// Mean 443.75ms: the mean pipe is ⌈8·50/443.75⌉ = 1, so 7 queued.
+		{s: answered(50*ms, 8), limit: 3, floor: 50 * ms, otherwise: "slow start: the mean pipe 1 + beta"},
+		{n: 8, s: answered(50*ms, 3), limit: 3, floor: 50 * ms, otherwise: "settling lasts the old limit, 8"},
+		{n: 3, s: answered(50*ms, 3), limit: 4, floor: 50 * ms, otherwise: "slow start is over: one more"},
 	})
 }
 

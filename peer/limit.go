@@ -70,10 +70,11 @@ type LimiterPanic struct {
 	Stack []byte // the stack where it panicked
 }
 
-// Observe records how one message to the peer ref names ended: an answer or
-// a timeout moves the peer's smoothed response time, as ObserveRTT does, and
-// the peer's Limiter, if it has one, sees the sample and may move the peer's
-// limit. A higher limit opens channels at once (and counts as an opening); a
+// Observe records how one message to the peer ref names ended, before its
+// channel reopens: an answer or a timeout moves the peer's smoothed response
+// time, as ObserveRTT does, and the peer's Limiter, if it has one, sees the
+// sample, with s.InFlight set to the peer's messages in flight (the ended
+// one included), and may move the peer's limit. A higher limit opens channels at once (and counts as an opening); a
 // lower one closes open channels and retires closed ones as their messages
 // end (see Pool). Observe does nothing if the peer is gone. If the Limiter
 // panics, the limit stays as it was and the panic is returned.
@@ -88,6 +89,7 @@ func (pl *Pool) Observe(ref Ref, s limit.Sample) *LimiterPanic {
 	if r.limiter == nil {
 		return nil
 	}
+	s.InFlight = int(r.closed)
 	n, p := observe(r.limiter, s)
 	if p != nil {
 		return p

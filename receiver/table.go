@@ -11,8 +11,9 @@ import (
 // with its receiver, the peer it was sent to and when; and each
 // notification, until the peer has had time to digest it. Every one has its
 // deadline in the same slot as its record (a timeouts.Slab), so a pending
-// request costs one 64-byte slot, and its ID is the slot's handle (unless
-// the IDs are limited to a range: see SetIDRange).
+// request costs one 56-byte slot, and its ID is the slot's handle (unless
+// the IDs are limited to a range: see SetIDRange). Terms, if any message has
+// them, take 4 bytes more per slot, in a slice beside.
 //
 // The table hands out request IDs and decides, for each event that can end
 // a request (a response, its deadline, its peer's disconnect, a shutdown, a
@@ -29,6 +30,7 @@ import (
 // safe for concurrent use (the scheduler guards it with its requests lock).
 type Table struct {
 	slab    timeouts.Slab[entry]
+	terms   []Terms           // by slot; nil until a message has terms, so that hosts without them pay nothing
 	owners  []owner           // per peer slot: the connected peer's identity and its messages
 	n       int               // requests outstanding
 	early   map[RequestID]any // responses held back while their request is sent, by handle
@@ -58,7 +60,6 @@ type entry struct {
 	linked     bool
 	held       Reason // outcome held back while sending; while free, how the request before the last ended
 	lastEnd    Reason // how the slot's last ended request ended (answered is heldResponse)
-	terms      Terms
 }
 
 // Terms are what the scheduler agreed to when it sent a message, kept with
@@ -66,9 +67,6 @@ type entry struct {
 // way it ends. The table stores them and hands them back in Finished; it
 // never reads them.
 type Terms struct {
-	// Load is how many messages the peer had in flight when this one was
-	// sent, itself included: what the peer's limiter is told.
-	Load int32
 	// Class is the limit.ClassID of the class the message booked, plus one,
 	// so that the zero Terms books none.
 	Class int32
@@ -145,7 +143,8 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration, terms 
 	// with pointers goes through typedmemmove. lastEnd is kept: while the
 	// slot serves this request it tells how the slot's previous request
 	// ended, to classify a stray response to it.
-	e.receiver, e.state, e.held, e.terms = r, stateSending, 0, terms
+	e.receiver, e.state, e.held = r, stateSending, 0
+	t.setTerms(h.Slot(), terms)
 	t.link(e, h.Slot(), ref)
 	t.n++
 	if t.ids == nil {
@@ -166,7 +165,8 @@ func (t *Table) Notify(ref peer.Ref, now, digest time.Duration, terms Terms) boo
 		return false
 	}
 	h, e := t.slab.AllocArmed(now, digest)
-	e.receiver, e.state, e.held, e.terms = nil, stateDigesting, 0, terms
+	e.receiver, e.state, e.held = nil, stateDigesting, 0
+	t.setTerms(h.Slot(), terms)
 	t.link(e, h.Slot(), ref)
 	if t.ids != nil {
 		t.ids.forget(h.Slot())
@@ -395,7 +395,9 @@ func (t *Table) finish(h timeouts.Handle, e *entry, reason Reason, response any)
 		PeerID:   t.peerID(e),
 		Reason:   reason,
 		Response: response,
-		Terms:    e.terms,
+	}
+	if slot := int(h.Slot()); slot < len(t.terms) {
+		f.Terms = t.terms[slot]
 	}
 	end := reason
 	if e.state == stateDigesting {
@@ -417,6 +419,19 @@ func (t *Table) finish(h timeouts.Handle, e *entry, reason Reason, response any)
 	e.receiver, e.state, e.held, e.lastEnd = nil, stateFree, e.lastEnd, end // held: how the request before ended
 	f.SentAt, _ = t.slab.Free(h)
 	return f
+}
+
+// setTerms records the terms of the message in slot. The slice beside the
+// slab is made only when a message first has terms; until then, every
+// message's terms are zero.
+func (t *Table) setTerms(slot int32, terms Terms) {
+	if terms == (Terms{}) && t.terms == nil {
+		return
+	}
+	if n := int(slot) + 1 - len(t.terms); n > 0 {
+		t.terms = append(t.terms, make([]Terms, n)...)
+	}
+	t.terms[slot] = terms
 }
 
 // registered reports whether ref names the peer registered in its slot.

@@ -46,9 +46,8 @@ func pendingFor(tab *Table, ref peer.Ref, timeout time.Duration) RequestID {
 }
 
 func TestEntrySize(t *testing.T) {
-	// With the slab's 24-byte header, a pending request costs 64 bytes:
-	// 1024 slots are exactly eight runtime pages.
-	require.Equal(t, uintptr(40), unsafe.Sizeof(entry{}))
+	// With the slab's 24-byte header, a pending request costs 56 bytes.
+	require.Equal(t, uintptr(32), unsafe.Sizeof(entry{}))
 }
 
 func TestIDsAreNonzeroAndNeverRepeatWhileSlotsAreReused(t *testing.T) {
@@ -145,15 +144,15 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	for range 100 {
 		pending(tab, refs["B"])
 	}
-	sending := tab.Add(nobody, refs["A"], 0, time.Second, Terms{Load: 5, Class: 2})
-	require.True(t, tab.Notify(refs["A"], 0, time.Second, Terms{Load: 6, Class: 3}))
+	sending := tab.Add(nobody, refs["A"], 0, time.Second, Terms{Class: 2})
+	require.True(t, tab.Notify(refs["A"], 0, time.Second, Terms{Class: 3}))
 
 	done := tab.FailPeer(refs["A"], nil)
 	require.Equal(t, 5, tab.Visited(), "A's three requests, the one being sent and the notification")
 	require.Len(t, done, 4)
 	for _, f := range done {
 		if f.Notification {
-			require.Equal(t, Terms{Load: 6, Class: 3}, f.Terms, "its terms come back to be settled")
+			require.Equal(t, Terms{Class: 3}, f.Terms, "its terms come back to be settled")
 			require.Zero(t, f.ID)
 			continue
 		}
@@ -165,7 +164,7 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	f, ended := tab.Sent(sending)
 	require.True(t, ended)
 	require.Equal(t, Disconnected, f.Reason)
-	require.Equal(t, Terms{Load: 5, Class: 2}, f.Terms)
+	require.Equal(t, Terms{Class: 2}, f.Terms)
 	require.Equal(t, peer.Ref{}, f.Peer, "its peer is gone: there is no channel to reopen")
 	require.Equal(t, 100, tab.Len())
 

@@ -87,7 +87,7 @@ func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 // and reported through the logger once no lock is held. Caller holds
 // offersMu and requestsMu.
 func (s *Scheduler) observeLocked(f *receiver.Finished, outcome limit.Outcome, now time.Duration) {
-	sample := limit.Sample{Outcome: outcome, RTT: now - f.SentAt, InFlight: int(f.Terms.Load), Now: now}
+	sample := limit.Sample{Outcome: outcome, RTT: now - f.SentAt, Now: now} // the pool fills in InFlight
 	if p := s.pool.Observe(f.Peer, sample); p != nil {
 		s.panics.Add(1)
 		s.callbacksMu.Lock()

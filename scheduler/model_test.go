@@ -39,7 +39,7 @@ package scheduler
 //     fewer than none. A response or a timeout (not a disconnect, a stop or
 //     a refused send, nor a request ended while it is being sent) is shown
 //     to the peer's limiter, before its channel reopens: with its RTT, the
-//     peer's load when it was sent, and the time. A channel whose message
+//     peer's messages in flight (itself included), and the time. A channel whose message
 //     ends reopens only if the peer is within its limit, and only then is
 //     it an opening; a higher limit that opens channels is one opening too.
 //   - A request being sent (the host's Send has not returned) keeps the first
@@ -177,7 +177,6 @@ type mReq struct {
 	r        receiver.Receiver // nil once withdrawn
 	to       *mPeer
 	sentAt   time.Duration
-	load     int // the peer's messages in flight when it was sent, itself included
 	class    int // the class it booked, as mSender.class
 	deadline *mDeadline
 	sending  bool
@@ -659,7 +658,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	m.spend()
 	m.book(o.class)
 	q := m.add(r, p)
-	q.load, q.class = p.closed, o.class
+	q.class = o.class
 	q.deadline = m.arm(timeout, q)
 	if err := m.hostSend(p, uint64(q.id), message); err != nil {
 		m.disarm(q)
@@ -881,7 +880,7 @@ func (m *model) observe(q *mReq, outcome limit.Outcome) {
 	}
 	m.observeRTT(p, m.now-q.sentAt)
 	if p.limiter != nil {
-		p.limiter.Observe(limit.Sample{Outcome: outcome, RTT: m.now - q.sentAt, InFlight: q.load, Now: m.now})
+		p.limiter.Observe(limit.Sample{Outcome: outcome, RTT: m.now - q.sentAt, InFlight: p.closed, Now: m.now})
 		p.limit = min(max(p.limiter.Limit(), 1), peer.MaxChannelsPerPeer)
 	}
 }

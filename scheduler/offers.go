@@ -192,11 +192,11 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.sendSettled()
 		return 0, ErrTooManyRequests
 	}
-	load := s.pool.Close(ref)
+	s.pool.Close(ref)
 	s.spendLocked()
 	class := s.bookLocked()
 	now := s.now()
-	id := s.table.Add(r, ref, now, timeout, receiver.Terms{Load: int32(load), Class: class})
+	id := s.table.Add(r, ref, now, timeout, receiver.Terms{Class: class})
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -277,9 +277,9 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		return err
 	}
 	ref := ch.Ref()
-	load := s.pool.Close(ref)
+	s.pool.Close(ref)
 	s.spendLocked()
-	terms := receiver.Terms{Load: int32(load), Class: s.bookLocked()}
+	terms := receiver.Terms{Class: s.bookLocked()}
 	s.offersMu.Unlock()
 
 	undo := func() {

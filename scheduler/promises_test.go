@@ -925,8 +925,8 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 		l.setNext(1)
 		w.advance(20 * time.Millisecond)
 		require.NoError(t, w.s.Deliver("A", ids[0], "first"))
-		require.Equal(t, []limit.Sample{{Outcome: limit.Answered, RTT: 20 * time.Millisecond, InFlight: 1, Now: 20 * time.Millisecond}},
-			l.seen(), "the limiter sees the answer with its RTT and the load it was sent at")
+		require.Equal(t, []limit.Sample{{Outcome: limit.Answered, RTT: 20 * time.Millisecond, InFlight: 3, Now: 20 * time.Millisecond}},
+			l.seen(), "the limiter sees the answer with its RTT and the peer's messages in flight")
 		require.Equal(t, peer.Usage{ID: "A", Channels: 2, Closed: 2, Limit: 1, RTT: 20 * time.Millisecond}, w.usage("A"))
 		require.Equal(t, 1, rec.total(), "the other two are still in flight")
 		waiting := &script{onOffer: sendFirst(rec, time.Second, &ids)}
@@ -939,7 +939,7 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 		// The last one times out, below the limit: its channel reopens, and
 		// the waiting sender gets it.
 		w.advance(time.Second)
-		require.Equal(t, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 3, Now: time.Second}, l.seen()[2],
+		require.Equal(t, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 1, Now: time.Second}, l.seen()[2],
 			"a timeout is shown too")
 		require.Equal(t, 1, waiting.offerCount())
 		require.Len(t, ids, 4)
