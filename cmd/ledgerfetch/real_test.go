@@ -132,19 +132,7 @@ func TestConnectRealLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var addrs []string
-	for i := range 2 {
-		s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Seed: uint64(i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Listen("127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(s.Close)
-		addrs = append(addrs, s.Addr())
-	}
-	code, stdout, stderr := runCmd(t, "-connect", strings.Join(addrs, ","), "-ledger", file, "-json")
+	code, stdout, stderr := runCmd(t, "-connect", serveLedger(t, 2, l), "-ledger", file, "-json")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}

@@ -150,7 +150,13 @@ func TestChaos(t *testing.T) {
 // ledgerpeers would, and returns their addresses.
 func serve(t *testing.T, n int, seed uint64) string {
 	t.Helper()
-	l := smallLedger(t, seed)
+	return serveLedger(t, n, smallLedger(t, seed))
+}
+
+// serveLedger starts n TCP servers of l on loopback and returns their
+// addresses, joined for -connect.
+func serveLedger(t *testing.T, n int, l *ledger.Ledger) string {
+	t.Helper()
 	var addrs []string
 	for i := range n {
 		s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Seed: uint64(i)})
