@@ -36,7 +36,6 @@ func ExampleVegas() {
 	// start 4
 	// limit 8
 	// limit 16
-	// limit 15
 	// limit 14
 }
 

@@ -61,15 +61,17 @@ var ErrBadConfig = errors.New("limit: bad config")
 //     limit. It lasts as many samples as the larger of the old and new
 //     limits.
 //   - Otherwise, in slow start, the round's mean comes first: if the mean
-//     pipe estimate Pm = ⌈L·floor/roundMean⌉ leaves a queue L − Pm above
-//     Beta, the limit becomes Pm + Beta and slow start ends.
-//   - Otherwise, with limit L, the pipe estimate P = ⌈L·floor/roundMin⌉ is
+//     pipe estimate Pm = L·floor/roundMean leaves a queue L − Pm above
+//     Beta, the limit becomes ⌊Pm⌋ + Beta and slow start ends.
+//   - Otherwise, with limit L, the pipe estimate P = L·floor/roundMin is
 //     how many requests the peer holds without queueing them (Little's law),
 //     and Q = L − P is the estimated queue. If Q > Beta the limit becomes
-//     P + Beta and slow start ends. If Q < Alpha and the round's largest
-//     InFlight is at least L/2, the limit doubles while in slow start and
-//     grows by one after it. If Alpha ≤ Q ≤ Beta, slow start ends and the
-//     limit holds. A round with no answered sample decides nothing.
+//     ⌊P⌋ + Beta and slow start ends. If Q < Alpha and the round's largest
+//     InFlight is at least L/2, the limit doubles while in slow start (if
+//     the mean's queue L − Pm is below Alpha too; otherwise slow start ends
+//     and the limit holds) and grows by one after it. If Alpha ≤ Q ≤ Beta, slow start ends and the
+//     limit holds. A round with no answered sample decides nothing. P and
+//     Q are compared unrounded (see decide for why that matters).
 //
 // Why the mean in slow start: the minimum is robust to jitter (a path whose
 // latency varies shows no queue in its fastest answer), but it misses a
@@ -247,20 +249,22 @@ func (v *Vegas) endRound() {
 // in-flight count, and whether slow start goes on. The result is within b.
 // floor, roundMin and roundMean are positive; floor <= roundMin <= roundMean.
 func decide(limit int, slowStart bool, floor, roundMin, roundMean time.Duration, maxInFlight, alpha, beta int, b Bounds) (int, bool) {
-	if slowStart {
-		if pm := pipe(limit, floor, roundMean); limit-pm > beta {
-			return b.clamp(pm + beta), false
-		}
+	if slowStart && queueAbove(limit, floor, roundMean, beta) {
+		return b.clamp(pipeDown(limit, floor, roundMean) + beta), false
 	}
-	p := pipe(limit, floor, roundMin)
-	queue := limit - p
 	switch {
-	case queue > beta:
-		return b.clamp(p + beta), false
-	case queue >= alpha:
+	case queueAbove(limit, floor, roundMin, beta):
+		return b.clamp(pipeDown(limit, floor, roundMin) + beta), false
+	case limit-pipe(limit, floor, roundMin) >= alpha:
 		return limit, false
 	case maxInFlight < limit-maxInFlight: // under half the limit in use: no evidence more would help
 		return limit, slowStart
+	case slowStart && limit-pipe(limit, floor, roundMean) >= alpha:
+		// The fastest answer saw no queue but the answers on average did:
+		// the round's burst filled the peer's queue as it went. Doubling
+		// now would double that queue. (After slow start the minimum alone
+		// decides: on a path with jitter the mean always shows a queue.)
+		return limit, false
 	case slowStart:
 		if limit > b.Max/2 {
 			return b.Max, true
@@ -274,21 +278,58 @@ func decide(limit int, slowStart bool, floor, roundMin, roundMean time.Duration,
 	}
 }
 
-// pipe is the pipe estimate ⌈limit·floor/rtt⌉: by Little's law, the number
-// of the limit's requests that are being served or travelling rather than
-// queued, when the peer answers in rtt what it answers in floor when idle.
-// It is computed in 128 bits, so no limit or duration overflows it. It
-// returns limit when rtt <= floor.
+// The pipe estimate x = limit·floor/rtt is a real number, and the queue
+// estimate limit − x is compared with Alpha and Beta unrounded: the limit
+// grows only if limit − x < Alpha, which for a whole Alpha is
+// limit − ⌈x⌉ < Alpha (pipe), and falls if limit − x > Beta (queueAbove),
+// to ⌊x⌋ + Beta (pipeDown). Rounding x up on the falling side as well would
+// forgive up to a whole request of queue: at a peer with one worker, a whole
+// service time more of waiting for every request.
+
+// pipe is the pipe estimate rounded up, ⌈limit·floor/rtt⌉: by Little's law,
+// the number of the limit's requests that are being served or travelling
+// rather than queued, when the peer answers in rtt what it answers in floor
+// when idle. It is computed in 128 bits, so no limit or duration overflows
+// it. It returns limit when rtt <= floor.
 func pipe(limit int, floor, rtt time.Duration) int {
 	if rtt <= floor {
 		return limit
 	}
-	hi, lo := bits.Mul64(uint64(limit), uint64(floor))
-	q, r := bits.Div64(hi, lo, uint64(rtt)) // hi < rtt because floor < rtt
+	q, r := pipeDiv(limit, floor, rtt)
 	if r != 0 {
 		q++
 	}
-	return int(q) // q <= limit
+	return q // q <= limit
+}
+
+// pipeDown is the pipe estimate rounded down, ⌊limit·floor/rtt⌋, or limit
+// when rtt <= floor.
+func pipeDown(limit int, floor, rtt time.Duration) int {
+	if rtt <= floor {
+		return limit
+	}
+	q, _ := pipeDiv(limit, floor, rtt)
+	return q
+}
+
+// queueAbove reports whether the unrounded queue estimate
+// limit − limit·floor/rtt exceeds beta, that is whether
+// limit·floor < (limit−beta)·rtt, compared in 128 bits.
+func queueAbove(limit int, floor, rtt time.Duration, beta int) bool {
+	if limit <= beta || rtt <= floor {
+		return false
+	}
+	hi1, lo1 := bits.Mul64(uint64(limit), uint64(floor))
+	hi2, lo2 := bits.Mul64(uint64(limit-beta), uint64(rtt))
+	return hi1 < hi2 || hi1 == hi2 && lo1 < lo2
+}
+
+// pipeDiv returns limit·floor/rtt as a quotient and a remainder, for
+// floor < rtt.
+func pipeDiv(limit int, floor, rtt time.Duration) (q int, r uint64) {
+	hi, lo := bits.Mul64(uint64(limit), uint64(floor))
+	quo, rem := bits.Div64(hi, lo, uint64(rtt)) // hi < rtt because floor < rtt
+	return int(quo), rem
 }
 
 // addSaturating returns a+b for non-negative durations, or the largest

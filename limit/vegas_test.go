@@ -32,6 +32,33 @@ func TestPipe(t *testing.T) {
 	}
 }
 
+func TestPipeDownAndQueueAbove(t *testing.T) {
+	for _, c := range []struct {
+		limit, beta int
+		floor, rtt  time.Duration
+		down        int
+		above       bool
+		explanation string
+	}{
+		{10, 2, 50 * ms, 50 * ms, 10, false, "no queue"},
+		{10, 2, 50 * ms, 40 * ms, 10, false, "rtt below floor: no queue"},
+		{7, 2, 50 * ms, 70 * ms, 5, false, "exact: queue 2 is not above 2"},
+		{8, 2, 50 * ms, 70 * ms, 5, true, "pipe 5.71: queue 2.29 is above 2, where ⌈5.71⌉ would say 2"},
+		{4, 2, 43 * ms, 144 * ms, 1, true, "pipe 1.19: queue 2.81"},
+		{2, 2, 1, time.Hour, 0, false, "a limit of beta can have no queue above beta"},
+		{maxInt, 1, time.Hour, 2 * time.Hour, maxInt / 2, true, "no overflow at the largest limit"},
+		{1 << 62, 1 << 60, 3, 4, 3 << 60, false, "exact in 128 bits: queue 2^60 is not above 2^60"},
+		{1 << 62, 1<<60 - 1, 3, 4, 3 << 60, true, "and one less is"},
+	} {
+		if got := pipeDown(c.limit, c.floor, c.rtt); got != c.down {
+			t.Errorf("%s: pipeDown(%d, %v, %v) = %d, want %d", c.explanation, c.limit, c.floor, c.rtt, got, c.down)
+		}
+		if got := queueAbove(c.limit, c.floor, c.rtt, c.beta); got != c.above {
+			t.Errorf("%s: queueAbove(%d, %v, %v, %d) = %v, want %v", c.explanation, c.limit, c.floor, c.rtt, c.beta, got, c.above)
+		}
+	}
+}
+
 func TestBackoff(t *testing.T) {
 	for _, c := range []struct{ in, want int }{
 		{1, 0}, {2, 1}, {3, 2}, {4, 3}, {7, 6}, {8, 6}, {100, 75}, {maxInt, maxInt - maxInt/4},
@@ -62,14 +89,25 @@ func TestDecide(t *testing.T) {
 		{"under half in use: hold, still in slow start", 10, true, 50 * ms, 50 * ms, 4, 10, true, 0},
 		{"queue 1 = alpha: hold, slow start ends", 6, true, 50 * ms, 60 * ms, 6, 6, false, 0},
 		{"queue 2 = beta: hold", 7, false, 50 * ms, 70 * ms, 7, 7, false, 0},
-		{"queue 3 > beta: pipe 8 + beta", 11, false, 50 * ms, 70 * ms, 11, 10, false, 0},
+		{"queue 11 − 7.86 > beta: ⌊7.86⌋ + beta", 11, false, 50 * ms, 70 * ms, 11, 9, false, 0},
+		// A peer with one worker: 4 in flight, 43ms floor, 144ms round trips
+		// (Little's law: 4 service times of 36ms). The pipe is 1.19, so 2.81
+		// wait: above beta, though ⌈1.19⌉ would have made it 2.
+		{"queue 2.81 > beta: ⌊1.19⌋ + beta", 4, false, 43 * ms, 144 * ms, 4, 3, false, 0},
+		{"and at 3, queue 1.81: hold", 3, false, 43 * ms, 108 * ms, 3, 3, false, 0},
 		{"overshoot undone in one step", 64, true, 50 * ms, 200 * ms, 64, 18, false, 0},
 		{"shrinks even when app-limited", 40, false, 50 * ms, 100 * ms, 1, 22, false, 0},
-		{"never below min", 10, false, 10 * ms, 10 * time.Second, 10, 3, false, 0},
+		{"never below min", 10, false, 10 * ms, 10 * time.Second, 10, 2, false, 0},
 		// A burst: half the round came back at the floor, half waited a
 		// whole 50ms service time.
-		{"slow start: a queue only the mean sees ends it", 32, true, 50 * ms, 50 * ms, 32, 24, false, 75 * ms},
-		{"slow start: mean queue 2 = beta: the minimum decides", 12, true, 50 * ms, 50 * ms, 12, 24, true, 60 * ms},
+		{"slow start: a queue only the mean sees ends it", 32, true, 50 * ms, 50 * ms, 32, 23, false, 75 * ms},
+		{"slow start: mean queue 2 = beta: hold, slow start ends", 12, true, 50 * ms, 50 * ms, 12, 12, false, 60 * ms},
+		{"slow start: mean queue 0.89 < alpha: double", 12, true, 50 * ms, 50 * ms, 12, 24, true, 54 * ms},
+		// A peer with one worker, first round: four requests sent at once
+		// to an idle peer, as they were discovered. The first finds its
+		// worker free and comes back at the floor; the others waited 32, 54
+		// and 86ms for it (as in the capacity experiment's peer p07).
+		{"slow start: a first burst does not double", 4, true, 45 * ms, 45 * ms, 4, 4, false, 88 * ms},
 		{"after slow start the minimum alone decides", 32, false, 50 * ms, 50 * ms, 32, 33, false, 75 * ms},
 	} {
 		mean := c.mean
@@ -194,10 +232,10 @@ func TestVegasMinimumAndMean(t *testing.T) {
 	v = newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 8}, ProbeEvery: -1})
 	run(t, v, []step{
 		{n: 7, s: answered(500*ms, 8), limit: 8, floor: 500 * ms},
-		// Mean 443.75ms: the mean pipe is ⌈8·50/443.75⌉ = 1, so 7 queued.
-		{s: answered(50*ms, 8), limit: 3, floor: 50 * ms, otherwise: "slow start: the mean pipe 1 + beta"},
-		{n: 8, s: answered(50*ms, 3), limit: 3, floor: 50 * ms, otherwise: "settling lasts the old limit, 8"},
-		{n: 3, s: answered(50*ms, 3), limit: 4, floor: 50 * ms, otherwise: "slow start is over: one more"},
+		// Mean 443.75ms: the mean pipe is 8·50/443.75 = 0.9, so 7.1 queued.
+		{s: answered(50*ms, 8), limit: 2, floor: 50 * ms, otherwise: "slow start: the mean pipe ⌊0.9⌋ + beta"},
+		{n: 8, s: answered(50*ms, 2), limit: 2, floor: 50 * ms, otherwise: "settling lasts the old limit, 8"},
+		{n: 2, s: answered(50*ms, 2), limit: 3, floor: 50 * ms, otherwise: "slow start is over: one more"},
 	})
 }
 
@@ -257,9 +295,9 @@ func TestVegasProbeIgnoresLossesAndLowersFloor(t *testing.T) {
 		{n: 2, s: Sample{Outcome: TimedOut}, limit: 3, floor: 50 * ms, otherwise: "and while measuring"},
 		{s: answered(40*ms, 3), limit: 7, floor: 40 * ms, otherwise: "a lower floor, and back to the saved 7"},
 		{n: 7, s: answered(40*ms, 7), limit: 7, floor: 40 * ms, otherwise: "settling"},
-		{n: 7, s: answered(80*ms, 7), limit: 2, floor: 40 * ms, otherwise: "pipe ⌈7·40/80⌉ = 4, queue 3: 6 saved, drain to 2"},
+		{n: 7, s: answered(80*ms, 7), limit: 2, floor: 40 * ms, otherwise: "pipe 7·40/80 = 3.5, queue 3.5: ⌊3.5⌋ + beta = 5 saved, drain to ⌈3.5⌉/2 = 2"},
 		{n: 7, s: answered(80*ms, 7), limit: 2, floor: 40 * ms, otherwise: "draining lasts the old limit, 7"},
-		{n: 2, s: Sample{Outcome: TimedOut}, limit: 6, floor: 40 * ms, otherwise: "nothing measured: the floor stays; back to 6"},
+		{n: 2, s: Sample{Outcome: TimedOut}, limit: 5, floor: 40 * ms, otherwise: "nothing measured: the floor stays; back to 5"},
 	})
 	// The drain never goes under Min.
 	v = newVegas(t, VegasConfig{Bounds: Bounds{Min: 3, Max: 100, Start: 4}, ProbeEvery: 1})
