@@ -33,14 +33,20 @@ type sim struct {
 	ledger   *ledger.Ledger
 	peers    []simnet.Profile // one peer per profile, named p00, p01, ...
 	channels int
-	seed     uint64
-	cfg      Config // Root, Expected and Clock are filled in
+	// limits, if set, connects each peer to the scheduler with these
+	// options (an adaptive limit, by default) instead of channels fixed
+	// ones. The peerset ignores it.
+	limits *peer.Options
+	seed   uint64
+	cfg    Config // Root, Expected and Clock are filled in
 	// connectLate, if set, connects the peers only after the fetch started.
 	connectLate bool
 	// at, if set, runs once the mock clock has passed atTime, with the
 	// scheduler (nil for the peerset) and the fetch's cancel function.
 	at     func(sched *scheduler.Scheduler, cancel context.CancelFunc)
 	atTime time.Duration
+	// warmUp, if set, is when the outcome's warmUpServed is counted.
+	warmUp time.Duration
 }
 
 // outcome is what a simulated fetch returned, and the network's view.
@@ -48,6 +54,16 @@ type outcome struct {
 	rep   Report
 	err   error
 	peers map[peer.ID]simnet.Stats
+	// queueDelays is how long each request the peer served waited for
+	// one of its workers (simnet.Peer.QueueDelays).
+	queueDelays map[peer.ID][]time.Duration
+	// limits is each connected peer's limit when the fetch ended (the
+	// scheduler strategy only).
+	limits map[peer.ID]int
+	// warmUpServed is how many requests each peer's service had admitted
+	// when sim.warmUp had passed: queueDelays[id][warmUpServed[id]:] are
+	// the delays of the requests that arrived after the warm-up.
+	warmUpServed map[peer.ID]int
 	// virtual is how long the fetch took on the mock clock.
 	virtual time.Duration
 }
@@ -108,13 +124,19 @@ func runInBubble(t *testing.T, s sim) outcome {
 	default:
 		t.Fatalf("unknown strategy %q", s.strategy)
 	}
+	connectOne := func(p *simnet.Peer) error {
+		if s.limits != nil && sched != nil {
+			return sched.ConnectWith(p, *s.limits)
+		}
+		return host.Connect(p, s.channels)
+	}
 	net, err := simnet.New(simnet.Config{
 		Ledger:       s.ledger,
 		Clock:        clk,
 		Seed:         s.seed,
 		Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
 		OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
-		OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, s.channels) },
+		OnReconnect:  func(p *simnet.Peer) { _ = connectOne(p) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +151,7 @@ func runInBubble(t *testing.T, s sim) outcome {
 	}
 	connect := func() {
 		for _, p := range peers {
-			if err := host.Connect(p, s.channels); err != nil {
+			if err := connectOne(p); err != nil {
 				t.Errorf("connect %s: %v", p.ID(), err)
 			}
 		}
@@ -153,6 +175,7 @@ func runInBubble(t *testing.T, s sim) outcome {
 		connect()
 	}
 	var r result
+	warmUpServed := map[peer.ID]int{}
 	for {
 		synctest.Wait()
 		select {
@@ -163,6 +186,11 @@ func runInBubble(t *testing.T, s sim) outcome {
 				// copy would halve every offer and outlive the fetch.
 				if n := sched.Stats().SendersWaiting; n > 1 {
 					t.Fatalf("%d senders waiting at %v", n, clk.Now().Sub(start))
+				}
+			}
+			if s.warmUp > 0 && len(warmUpServed) == 0 && clk.Now().Sub(start) >= s.warmUp {
+				for _, p := range peers {
+					warmUpServed[p.ID()] = p.Stats().Served
 				}
 			}
 			if s.at != nil && clk.Now().Sub(start) >= s.atTime {
@@ -179,9 +207,17 @@ func runInBubble(t *testing.T, s sim) outcome {
 			t.Errorf("%d senders still waiting after Run returned", st.SendersWaiting)
 		}
 	}
-	out := outcome{rep: r.rep, err: r.err, virtual: clk.Now().Sub(start), peers: map[peer.ID]simnet.Stats{}}
+	out := outcome{rep: r.rep, err: r.err, virtual: clk.Now().Sub(start), peers: map[peer.ID]simnet.Stats{},
+		queueDelays: map[peer.ID][]time.Duration{}, warmUpServed: warmUpServed}
 	for _, p := range peers {
 		out.peers[p.ID()] = p.Stats()
+		out.queueDelays[p.ID()] = p.QueueDelays()
+	}
+	if sched != nil {
+		out.limits = map[peer.ID]int{}
+		for _, u := range sched.PeerUsage(nil) {
+			out.limits[u.ID] = u.Limit
+		}
 	}
 	net.Close()
 	if sched != nil {
