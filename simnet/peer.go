@@ -182,7 +182,7 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 // the peer will then ignore. The caller holds p.net.mu.
 func (p *Peer) serveLocked(now time.Time, id uint64, req ledger.GetObjects, resp ledger.Objects, slow float64) time.Time {
 	size := wire.MessageSize(id, resp)
-	d := scale(serviceTime(p.prof.Service, len(req.Hashes), size), slow)
+	d := scale(p.prof.Service.Time(len(req.Hashes), size), slow)
 	start, end := p.service.serve(now, d)
 	wait := start.Sub(now)
 	p.stats.Served++

@@ -98,11 +98,13 @@ func (s Service) validate() error {
 	return nil
 }
 
-// serviceTime is how long a worker of s spends on a request for objects
-// objects whose answer is size bytes on the wire, before any slowness:
-// PerRequest + PerObject·objects + size/BytesPerSecond (rounded up to the
-// nanosecond), capped at MaxLatency.
-func serviceTime(s Service, objects, size int) time.Duration {
+// Time is how long one worker of s spends on a request for objects objects
+// whose answer is size bytes on the wire (wire.MessageSize), before any
+// Profile.Slowness: PerRequest + PerObject·objects + size/BytesPerSecond
+// (rounded up to the nanosecond), capped at MaxLatency. Other transports that
+// borrow Service (package tcpnet) use it so that their service times are
+// simnet's.
+func (s Service) Time(objects, size int) time.Duration {
 	d := min(s.PerRequest, MaxLatency)
 	if s.PerObject > 0 && objects > 0 {
 		if time.Duration(objects) > MaxLatency/s.PerObject {

@@ -52,6 +52,7 @@ func TestServiceTime(t *testing.T) {
 		objects, size int
 		want          time.Duration
 	}{
+		{"unlimited", Service{}, 5, 1000, 0},
 		{"nothing", Service{Workers: 1}, 5, 1000, 0},
 		{"per request", Service{Workers: 1, PerRequest: 3 * ms}, 5, 1000, 3 * ms},
 		{"per object", Service{Workers: 1, PerObject: 2 * ms}, 5, 1000, 10 * ms},
@@ -62,7 +63,7 @@ func TestServiceTime(t *testing.T) {
 		{"objects overflow caps", Service{Workers: 1, PerObject: 1}, math.MaxInt, 0, MaxLatency},
 		{"huge per request caps", Service{Workers: 1, PerRequest: math.MaxInt64, PerObject: math.MaxInt64}, 1, 0, MaxLatency},
 	} {
-		if got := serviceTime(c.s, c.objects, c.size); got != c.want {
+		if got := c.s.Time(c.objects, c.size); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}

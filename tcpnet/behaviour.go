@@ -14,8 +14,29 @@ import (
 // real networks alike. The zero Behaviour answers every request honestly and
 // at once.
 type Behaviour struct {
-	// Latency delays each answer, measured from when the request is read.
+	// Latency delays each answer, measured from when the request is read;
+	// with a Service, from the end of the request's service instead.
 	Latency simnet.Latency
+
+	// Service gives the server a finite capacity, as simnet.Service gives
+	// a simulated peer. The capacity is the server's, shared by all its
+	// connections: every request it reads joins one FIFO queue, each of
+	// Service.Workers serves one request at a time for Service.Time (the
+	// answer's size is that of the honest reply), and a request that finds
+	// QueueLimit requests already waiting overflows. Pings never queue.
+	// The zero Service is unlimited: every request is served at once, in no
+	// time.
+	//
+	// Where it differs from simnet: a rejected request (OverflowReject) is
+	// answered after Latency alone with a reply that holds no objects,
+	// since rippled's TMGetObjectByHash has no "busy" status, and leaving
+	// everything out, as a peer does with objects it lacks, is the closest
+	// a real peer comes to saying "not now". Requests keep their place in
+	// the queue when their connection closes (a server learns of it only
+	// when it answers); only Kill, Close or DropAfter empty the queue, as a
+	// crash would. And there is no Slowness to scale service times.
+	Service simnet.Service
+
 	// Loss is the probability that a request is never answered.
 	Loss float64
 	// Missing is the probability that the server lacks each object asked
@@ -45,7 +66,7 @@ const DefaultLateBy = 5 * time.Second
 
 // validate checks b as simnet checks a Profile.
 func (b *Behaviour) validate() error {
-	return simnet.Profile{Latency: b.Latency, Loss: b.Loss, Missing: b.Missing, Faults: b.Faults, LateBy: b.LateBy}.Validate()
+	return simnet.Profile{Latency: b.Latency, Service: b.Service, Loss: b.Loss, Missing: b.Missing, Faults: b.Faults, LateBy: b.LateBy}.Validate()
 }
 
 // reply is one answer a server will write: msg under id, after delay.
@@ -55,12 +76,21 @@ type reply struct {
 	msg   any
 }
 
-// plan decides how to answer request id asking for req from l, and appends
-// the replies to dst (none for a lost or ignored request). It draws from r in
-// a fixed order (loss, fault, latency, missing objects, then whatever the
-// fault needs), so a seed and a sequence of requests replay.
-func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, id uint64, req ledger.GetObjects) []reply {
+// plan decides how to answer request id asking for req from l, read at now,
+// and appends the replies to dst (none for a lost, dropped or ignored
+// request); each reply's delay counts from now. q is the server's service
+// queue, nil without a Service. plan draws from r in a fixed order (loss,
+// fault, latency, missing objects, then whatever the fault needs; a request
+// that overflows q draws only the latency of its rejection), so a seed and a
+// sequence of requests replay.
+func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, q *serviceQueue, now time.Time, id uint64, req ledger.GetObjects) []reply {
 	if r.Float64() < b.Loss {
+		return dst
+	}
+	if q != nil && !q.admit(now) {
+		if b.Service.Overflow == simnet.OverflowReject {
+			return append(dst, reply{b.Latency.Sample(r), id, ledger.Objects{}})
+		}
 		return dst
 	}
 	fault, faulty := pickFault(&b.Faults, r.Float64())
@@ -76,6 +106,11 @@ func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, id uint64,
 		resp.Items = kept
 	}
 	resp = fitReply(resp, wire.DefaultMaxFrame)
+	if q != nil {
+		// Every admitted request takes a worker, even one the server then
+		// ignores; its service produces the honest answer.
+		delay += q.serve(now, len(req.Hashes), wire.MessageSize(id, resp))
+	}
 	if !faulty {
 		return append(dst, reply{delay, id, resp})
 	}

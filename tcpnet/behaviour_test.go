@@ -2,6 +2,7 @@ package tcpnet
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -104,7 +105,7 @@ func TestPlanEachFault(t *testing.T) {
 			if err := c.b.validate(); err != nil {
 				t.Fatal(err)
 			}
-			c.check(t, c.b.plan(nil, rand.New(rand.NewPCG(1, 2)), testLedger, 1<<24+5, req))
+			c.check(t, c.b.plan(nil, rand.New(rand.NewPCG(1, 2)), testLedger, nil, time.Time{}, 1<<24+5, req))
 		})
 	}
 	if err := (&Behaviour{Faults: simnet.FaultRates{simnet.Late: 0.7, simnet.Corrupt: 0.7}}).validate(); err == nil {
@@ -112,6 +113,53 @@ func TestPlanEachFault(t *testing.T) {
 	}
 	if neighbour(1<<24) != 1<<24+1 || neighbour(1<<24+7) != 1<<24+6 {
 		t.Error("neighbour")
+	}
+}
+
+// TestPlanService: with a Service, each reply waits for its request's
+// service (its wire size counting at BytesPerSecond) before its latency,
+// every admitted request takes a worker (even one the server ignores), and a
+// rejection waits for the latency alone.
+func TestPlanService(t *testing.T) {
+	req := ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}}
+	const id = 1<<24 + 5
+	const lat = 10 * time.Millisecond
+	svc := simnet.Service{Workers: 1, PerRequest: time.Millisecond, PerObject: time.Millisecond, BytesPerSecond: 1000, QueueLimit: 2, Overflow: simnet.OverflowReject}
+	service := svc.Time(1, wire.MessageSize(id, testLedger.Answer(req)))
+	if service <= 2*time.Millisecond {
+		t.Fatalf("service time %v does not count the answer's size", service)
+	}
+	now := time.Unix(1000, 0)
+	q := newServiceQueue(svc)
+	r := rand.New(rand.NewPCG(1, 2))
+	plan := func(b Behaviour) []reply {
+		b.Latency, b.Service = simnet.Fixed(lat), svc
+		return b.plan(nil, r, testLedger, q, now, id, req)
+	}
+	delays := func(rs []reply) []time.Duration {
+		var ds []time.Duration
+		for _, r := range rs {
+			ds = append(ds, r.delay)
+		}
+		return ds
+	}
+	if got := delays(plan(Behaviour{})); !slices.Equal(got, []time.Duration{service + lat}) {
+		t.Errorf("first request: %v", got)
+	}
+	if got := plan(Behaviour{Faults: simnet.FaultRates{simnet.Ignore: 1}}); len(got) != 0 {
+		t.Errorf("ignored request answered: %+v", got)
+	}
+	if got := delays(plan(Behaviour{Faults: simnet.FaultRates{simnet.Duplicate: 1}})); !slices.Equal(got, []time.Duration{3*service + lat, 3*service + 2*lat}) {
+		t.Errorf("third request, duplicated, behind the first two: %v", got)
+	}
+	rejected := plan(Behaviour{})
+	if len(rejected) != 1 || rejected[0].delay != lat || len(rejected[0].msg.(ledger.Objects).Items) != 0 {
+		t.Errorf("fourth request, two waiting: %+v, want an empty reply after the latency", rejected)
+	}
+	var st ServerStats
+	q.copyStats(&st)
+	if st.Served != 3 || st.Overflowed != 1 || st.MaxQueueDelay != 2*service {
+		t.Errorf("stats %+v", st)
 	}
 }
 

@@ -13,10 +13,14 @@
 //
 // The other side is a Server, which serves a ledger to every connection it
 // accepts. Its Behaviour can make it slow, lossy, faulty (the faults of
-// package simnet, over real sockets) or drop all its connections midway and
-// come back, for demonstrations and tests.
+// package simnet, over real sockets), give it a finite capacity shared by
+// all its connections (simnet's Service: workers, service times and a
+// bounded queue that drops or rejects, with queueing delays in
+// ServerStats), or drop all its connections midway and come back, for
+// demonstrations and tests.
 //
-// Everything here runs on real time, since it talks to real sockets; close
-// what you start (Conn.Close, Client.Close, Server.Close) and no goroutine is
-// left behind.
+// Everything here runs on real time, since it talks to real sockets (inside
+// a testing/synctest bubble, over net.Pipe, that is the bubble's virtual
+// time); close what you start (Conn.Close, Client.Close, Server.Close) and no
+// goroutine is left behind.
 package tcpnet

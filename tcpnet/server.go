@@ -30,6 +30,12 @@ type ServerStats struct {
 	Replies  int // replies written
 	Refused  int // connections closed for a bad frame or a read error
 	Drops    int // times Behaviour.DropAfter took the server down
+
+	// Behaviour.Service only; all zero without one.
+	Served        int           // requests admitted to the queue (served at once or after waiting)
+	Overflowed    int           // requests turned away by a full queue (dropped or rejected, as Service.Overflow says)
+	QueueDelay    time.Duration // total time the served requests waited for a worker
+	MaxQueueDelay time.Duration // the longest any of them waited
 }
 
 // Errors from a Server.
@@ -47,7 +53,11 @@ var (
 //
 // A server can be killed (every connection dropped, no longer listening)
 // and restarted on the same address, which is how a demo simulates a peer
-// that crashes and comes back. The zero Server is not usable.
+// that crashes and comes back; a kill also empties its service queue. The
+// zero Server is not usable.
+//
+// A Server runs on real time (time.Now and time.Timer), so inside a
+// testing/synctest bubble it runs on the bubble's virtual time.
 type Server struct {
 	cfg  ServerConfig
 	quit chan struct{} // closed by Close
@@ -56,6 +66,7 @@ type Server struct {
 	mu sync.Mutex
 	// The following fields are guarded by mu.
 	rng    *rand.Rand
+	queue  *serviceQueue // nil without Behaviour.Service
 	ln     net.Listener
 	addr   string
 	conns  map[*serverConn]struct{}
@@ -76,6 +87,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg:   cfg,
 		quit:  make(chan struct{}),
 		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x7463706e6574)), // "tcpnet"
+		queue: newServiceQueue(cfg.Behaviour.Service),
 		conns: make(map[*serverConn]struct{}),
 	}, nil
 }
@@ -113,12 +125,17 @@ func (s *Server) Addr() string {
 func (s *Server) Stats() ServerStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats
+	st := s.stats
+	if s.queue != nil {
+		s.queue.copyStats(&st)
+	}
+	return st
 }
 
 // Kill stops listening and drops every connection, as a crash would; the
-// clients see their connections end. Restart brings the server back. Kill
-// does not wait for the connections' goroutines (Close does).
+// clients see their connections end, and the requests waiting for or in
+// service are lost. Restart brings the server back. Kill does not wait for
+// the connections' goroutines (Close does).
 func (s *Server) Kill() {
 	s.mu.Lock()
 	ln := s.ln
@@ -126,6 +143,12 @@ func (s *Server) Kill() {
 	conns := make([]*serverConn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
+	}
+	// Forgotten here, in the same step that empties the queue, so that a
+	// request one of them is still reading cannot take a worker (see plan).
+	clear(s.conns)
+	if s.queue != nil {
+		s.queue.reset()
 	}
 	s.mu.Unlock()
 	if ln != nil {
@@ -166,25 +189,39 @@ func (s *Server) accept(ln net.Listener) {
 			_ = nc.Close()
 			return
 		}
-		c := newServerConn(s, nc)
-		s.conns[c] = struct{}{}
-		s.stats.Accepted++
-		s.wg.Add(2)
+		s.serveLocked(nc)
 		s.mu.Unlock()
-		go c.read()
-		go c.respond()
 	}
 }
 
-// plan decides the replies to one request and whether the server must go
-// down after it (Behaviour.DropAfter).
-func (s *Server) plan(dst []reply, id uint64, req ledger.GetObjects) ([]reply, bool) {
+// serveLocked starts serving an accepted connection. The caller holds s.mu.
+func (s *Server) serveLocked(nc net.Conn) *serverConn {
+	c := newServerConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.stats.Accepted++
+	s.wg.Add(2)
+	go c.read()
+	go c.respond()
+	return c
+}
+
+// plan decides the replies to one request that c read, returns them with
+// the moment they count from, and says whether the server must go down
+// after it (Behaviour.DropAfter). The moment is read under s.mu, so requests
+// reach the service queue in the order of their times. A request read on a
+// connection that Kill has already dropped gets no reply and is not counted:
+// it never reached the server that is up now.
+func (s *Server) plan(dst []reply, c *serverConn, id uint64, req ledger.GetObjects) ([]reply, time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := time.Now()
+	if _, up := s.conns[c]; !up {
+		return dst, now, false
+	}
 	s.stats.Requests++
 	b := &s.cfg.Behaviour
-	dst = b.plan(dst, s.rng, s.cfg.Ledger, id, req)
-	return dst, b.DropAfter > 0 && s.stats.Requests%b.DropAfter == 0
+	dst = b.plan(dst, s.rng, s.cfg.Ledger, s.queue, now, id, req)
+	return dst, now, b.DropAfter > 0 && s.stats.Requests%b.DropAfter == 0
 }
 
 // drop takes the server down and, if Behaviour.DownFor is set, brings it

@@ -67,12 +67,13 @@ func (c *serverConn) read() {
 			refused = true
 			return
 		}
-		now := time.Now()
+		var now time.Time
 		drop := false
 		switch m := msg.(type) {
 		case ledger.GetObjects:
-			replies, drop = c.s.plan(replies[:0], id, m)
+			replies, now, drop = c.s.plan(replies[:0], c, id, m)
 		case wire.Ping:
+			now = time.Now()
 			replies = append(replies[:0], reply{id: id, msg: wire.Pong{}})
 		default:
 			refused = true // a client sends queries and pings, nothing else
