@@ -34,12 +34,12 @@ type network interface {
 // and waits until they have all connected, so that both strategies start
 // from the same place. It returns the roles of in-process peers, by ID.
 func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.Host, warn func(string)) (network, map[peer.ID]role, error) {
-	ready := &readyHost{Host: host, want: o.peers, ready: make(chan struct{})}
+	ready := &readyHost{Host: withLimits(host, o), want: o.peers, ready: make(chan struct{})}
 	var net network
 	roles := map[peer.ID]role{}
 	switch {
 	case o.connect != nil:
-		client := tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.channels})
+		client := tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()})
 		for _, addr := range o.connect {
 			client.Add(peer.ID(addr), addr)
 		}
@@ -51,7 +51,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 			Seed:         o.seed,
 			Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
 			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
-			OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, o.channels) },
+			OnReconnect:  func(p *simnet.Peer) { _ = ready.Host.Connect(p, o.peerChannels()) },
 		})
 		if err != nil {
 			return nil, nil, err
@@ -60,7 +60,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 			roles[dp.id] = dp.role
 			p, err := sim.AddPeer(dp.id, dp.profile(o.chaos, o.peers))
 			if err == nil {
-				err = ready.Connect(p, o.channels)
+				err = ready.Connect(p, o.peerChannels())
 			}
 			if err != nil {
 				sim.Close()
@@ -70,7 +70,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 		net = memNetwork{sim}
 	default:
 		peers := demoPeers(o, l.Len())
-		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.channels})}
+		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()})}
 		for i, dp := range peers {
 			roles[dp.id] = dp.role
 			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(o.chaos), Seed: o.seed + uint64(i)})

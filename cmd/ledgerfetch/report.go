@@ -16,7 +16,7 @@ type result struct {
 	fetch.Report
 	Transport string            `json:"transport"`
 	PeerCount int               `json:"peer_count"` // peers configured
-	Channels  int               `json:"channels"`   // per peer
+	Channels  int               `json:"channels"`   // per peer; 0: each peer's limit adapted (the scheduler's default)
 	Batch     int               `json:"batch"`
 	Seed      uint64            `json:"seed"`
 	Bound     float64           `json:"bound_objects_per_second"` // peers × channels × batch / mean RTT
@@ -75,11 +75,14 @@ func (r *result) checkAccountHash(o options, src source, got *fetched, complete 
 // newResult completes rep with the setup o describes.
 func newResult(rep fetch.Report, o options, roles map[peer.ID]role, err error) result {
 	r := result{Report: rep, Transport: o.transport, PeerCount: o.peers, Channels: o.channels, Batch: o.batch, Seed: o.seed, roleByPeer: roles}
+	if rep.Strategy == "peerset" {
+		r.Channels = o.peerChannels() // the peer set's channels are always fixed
+	}
 	if o.connect != nil {
 		r.Transport = "tcp (external peers)"
 	}
-	if rtt := time.Duration(rep.MeanRTT); rtt > 0 {
-		r.Bound = float64(o.peers*o.channels*o.batch) / rtt.Seconds()
+	if rtt := time.Duration(rep.MeanRTT); rtt > 0 && r.Channels > 0 {
+		r.Bound = float64(o.peers*r.Channels*o.batch) / rtt.Seconds()
 		r.Utilised = rep.Rate / r.Bound
 	}
 	if len(roles) > 0 {
@@ -106,8 +109,12 @@ func writeReport(w io.Writer, r result) {
 	}
 	fmt.Fprintf(w, "%s %s of %s objects (%s) in %s: %s objects/s\n",
 		verdict, commas(r.Objects), commas(total), size(r.Bytes), dur(time.Duration(r.Wall)), commas(int(r.Rate)))
-	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %d channels, batch %d, seed %d\n",
-		r.Strategy, r.Transport, r.PeerCount, r.Channels, r.Batch, r.Seed)
+	channels := "adaptive limits"
+	if r.Channels > 0 {
+		channels = fmt.Sprintf("%d channels", r.Channels)
+	}
+	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %s, batch %d, seed %d\n",
+		r.Strategy, r.Transport, r.PeerCount, channels, r.Batch, r.Seed)
 	if r.LedgerFile != "" {
 		verdict := "not checked: the fetch is incomplete"
 		switch {

@@ -49,11 +49,12 @@ func virtualFetch(t *testing.T, o options, l *ledger.Ledger, strategy string) (f
 			host = ps
 			run = func() (fetch.Report, error) { return ps.Run(context.Background()) }
 		}
+		host = withLimits(host, o)
 		sim, err := simnet.New(simnet.Config{
 			Ledger: l, Clock: clk, Seed: o.seed,
 			Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
 			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
-			OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, o.channels) },
+			OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, o.peerChannels()) },
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -63,7 +64,7 @@ func virtualFetch(t *testing.T, o options, l *ledger.Ledger, strategy string) (f
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := host.Connect(p, o.channels); err != nil {
+			if err := host.Connect(p, o.peerChannels()); err != nil {
 				t.Fatal(err)
 			}
 		}
