@@ -151,7 +151,7 @@ func (n *Network) AddPeer(id peer.ID, prof Profile) (*Peer, error) {
 		connected: true,
 	}
 	if sv := prof.Service; sv.Workers > 0 {
-		p.service = newServiceQueue(sv.Workers, sv.QueueLimit)
+		p.service = NewServiceQueue(sv.Workers, sv.QueueLimit)
 	}
 	n.peers[id] = p
 	n.order = append(n.order, p)
@@ -295,7 +295,7 @@ func (n *Network) applyLocked(e event) func() {
 		p.epoch++ // responses in flight on the old connection are dropped
 		p.linkFree = time.Time{}
 		if p.service != nil {
-			p.service.reset() // the requests it held are lost with the connection
+			p.service.Reset() // the requests it held are lost with the connection
 		}
 		p.stats.Disconnects++
 		if n.onDown == nil {

@@ -27,7 +27,7 @@ type Peer struct {
 	lastID    uint64    // the previous request's ID, for WrongID; 0 before the first
 	stats     Stats
 
-	service     *serviceQueue   // nil without Profile.Service.Workers
+	service     *ServiceQueue   // nil without Profile.Service.Workers
 	queueDelays []time.Duration // each served request's queueing delay, in arrival order
 }
 
@@ -123,7 +123,7 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 		return
 	}
 	slow := slowFactor(p.prof.Slowness, now.Sub(p.added))
-	if p.service != nil && p.service.full(now) {
+	if p.service != nil && p.service.Full(now) {
 		p.overflowLocked(now, id, req, slow)
 		return
 	}
@@ -183,7 +183,7 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 func (p *Peer) serveLocked(now time.Time, id uint64, req ledger.GetObjects, resp ledger.Objects, slow float64) time.Time {
 	size := wire.MessageSize(id, resp)
 	d := scale(p.prof.Service.Time(len(req.Hashes), size), slow)
-	start, end := p.service.serve(now, d)
+	start, end := p.service.Serve(now, d)
 	wait := start.Sub(now)
 	p.stats.Served++
 	p.stats.QueueDelay += wait

@@ -74,7 +74,7 @@ func TestServiceTime(t *testing.T) {
 func TestServiceQueue(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	q := newServiceQueue(2, 2)
+	q := NewServiceQueue(2, 2)
 	for i, c := range []struct {
 		arrive, need      time.Duration
 		full              bool
@@ -95,32 +95,32 @@ func TestServiceQueue(t *testing.T) {
 		{arrive: 100 * ms, need: 50 * ms, start: 100 * ms, end: 150 * ms, waitingAfterServe: 0}, // A's zero-length job ended at 100ms
 		{arrive: 100 * ms, need: 1 * ms, start: 150 * ms, end: 151 * ms, waitingAfterServe: 1},
 	} {
-		if full := q.full(at(c.arrive)); full != c.full {
+		if full := q.Full(at(c.arrive)); full != c.full {
 			t.Fatalf("arrival %d at %v: full %v, want %v", i, c.arrive, full, c.full)
 		}
 		if !c.full {
-			start, end := q.serve(at(c.arrive), c.need)
+			start, end := q.Serve(at(c.arrive), c.need)
 			if !start.Equal(at(c.start)) || !end.Equal(at(c.end)) {
 				t.Fatalf("arrival %d at %v: served %v to %v, want %v to %v", i, c.arrive, start.Sub(t0), end.Sub(t0), c.start, c.end)
 			}
 		}
-		if n := q.waitingAt(at(c.arrive)); n != c.waitingAfterServe {
+		if n := q.Waiting(at(c.arrive)); n != c.waitingAfterServe {
 			t.Fatalf("arrival %d: %d waiting, want %d", i, n, c.waitingAfterServe)
 		}
 	}
-	q.reset()
-	if start, _ := q.serve(at(100*ms), ms); !start.Equal(at(100*ms)) || q.waitingAt(at(100*ms)) != 0 {
+	q.Reset()
+	if start, _ := q.Serve(at(100*ms), ms); !start.Equal(at(100*ms)) || q.Waiting(at(100*ms)) != 0 {
 		t.Errorf("after reset: start %v", start.Sub(t0))
 	}
 	// An unbounded queue is never full.
-	u := newServiceQueue(1, 0)
+	u := NewServiceQueue(1, 0)
 	for range 1000 {
-		if u.full(t0) {
+		if u.Full(t0) {
 			t.Fatal("unbounded queue full")
 		}
-		u.serve(t0, time.Second)
+		u.Serve(t0, time.Second)
 	}
-	if n := u.waitingAt(t0); n != 999 {
+	if n := u.Waiting(t0); n != 999 {
 		t.Errorf("%d waiting", n)
 	}
 }

@@ -44,7 +44,7 @@ func TestServiceQueue(t *testing.T) {
 				t.Fatalf("arrival %d at %v: ready after %v, want %v", i, c.arrive, ready, c.ready)
 			}
 		}
-		if n := q.waitingAt(at(c.arrive)); n != c.waiting {
+		if n := q.queue.Waiting(at(c.arrive)); n != c.waiting {
 			t.Fatalf("arrival %d: %d waiting, want %d", i, n, c.waiting)
 		}
 	}
@@ -57,7 +57,7 @@ func TestServiceQueue(t *testing.T) {
 
 	// A reset frees every worker and empties the queue, and keeps the counts.
 	q.reset()
-	if !q.admit(at(100*ms)) || q.serve(at(100*ms), 1, 0) != ms || q.waitingAt(at(100*ms)) != 0 {
+	if !q.admit(at(100*ms)) || q.serve(at(100*ms), 1, 0) != ms || q.queue.Waiting(at(100*ms)) != 0 {
 		t.Error("after reset the server is not idle")
 	}
 	q.copyStats(&st)
@@ -79,7 +79,7 @@ func TestServiceQueueUnbounded(t *testing.T) {
 			t.Fatalf("request %d ready after %v", i, ready)
 		}
 	}
-	if n := q.waitingAt(t0); n != 999 {
+	if n := q.queue.Waiting(t0); n != 999 {
 		t.Errorf("%d waiting", n)
 	}
 	if newServiceQueue(simnet.Service{}) != nil {
