@@ -30,7 +30,7 @@ type IncompleteError struct {
 
 // Trouble counts failures over part of a fetch.
 type Trouble struct {
-	Timeouts, Disconnects, BadResponses, SendErrors, Missing, Corrupt int
+	Timeouts, Refused, Disconnects, BadResponses, SendErrors, Missing, Corrupt int
 }
 
 // Missing returns how many objects did not arrive: against Expected if it is
@@ -72,6 +72,7 @@ func (t Trouble) String() string {
 		}
 	}
 	add(t.Timeouts, "requests timed out")
+	add(t.Refused, "requests refused")
 	add(t.Disconnects, "requests failed by disconnection")
 	add(t.BadResponses, "answers of the wrong type")
 	add(t.SendErrors, "sends refused")
@@ -92,6 +93,7 @@ func (s *state) incompleteLocked(cause error, peers int) *IncompleteError {
 		Cause:    cause,
 		Since: Trouble{
 			Timeouts:     t.timeouts - a.timeouts,
+			Refused:      t.refused - a.refused,
 			Disconnects:  t.disconnects - a.disconnects,
 			BadResponses: t.badResponses - a.badResponses,
 			SendErrors:   t.sendErrors - a.sendErrors,

@@ -27,6 +27,7 @@ type Report struct {
 	Requests     int `json:"requests"`      // requests the host accepted
 	Answered     int `json:"answered"`      // requests answered (with anything)
 	Timeouts     int `json:"timeouts"`      // requests that got no response in time
+	Refused      int `json:"refused"`       // requests the peer refused, overloaded (scheduler.Refuse)
 	Disconnects  int `json:"disconnects"`   // requests failed by their peer's disconnection
 	BadResponses int `json:"bad_responses"` // requests answered with the wrong message type
 	SendErrors   int `json:"send_errors"`   // sends the host refused
@@ -57,7 +58,7 @@ type PeerReport struct {
 	ID         string   `json:"id"`
 	Requests   int      `json:"requests"`    // requests sent to it
 	Answered   int      `json:"answered"`    // of which answered
-	Failures   int      `json:"failures"`    // timed out, disconnected or wrong type
+	Failures   int      `json:"failures"`    // timed out, refused, disconnected or wrong type
 	BadObjects int      `json:"bad_objects"` // missing or corrupt objects in its answers
 	Objects    int      `json:"objects"`     // verified objects it delivered
 	Share      float64  `json:"share"`       // Objects / Report.Objects
@@ -103,6 +104,7 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		Requests:     t.requests,
 		Answered:     t.answered,
 		Timeouts:     t.timeouts,
+		Refused:      t.refused,
 		Disconnects:  t.disconnects,
 		BadResponses: t.badResponses,
 		SendErrors:   t.sendErrors,

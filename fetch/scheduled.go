@@ -20,7 +20,8 @@ import (
 // *IncompleteError. The Report describes the fetch either way.
 //
 // The caller owns s and its peers: it connects them before or during the
-// fetch and wires their responses to s.Deliver. Other components may share s;
+// fetch and wires their responses to s.Deliver (and their refusals, if the
+// transport can tell one, to s.Refuse). Other components may share s;
 // the fetch's sender waits in its queue at cfg.Priority. Give s the clock in
 // cfg.Clock.
 //
@@ -353,7 +354,8 @@ func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
 	b.wakeLocked()
 }
 
-// OnFailure puts the request's hashes back. Implements receiver.Receiver.
+// OnFailure puts the request's hashes back, to be asked again, of another
+// peer if one can take them. Implements receiver.Receiver.
 func (r *request) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.Reason) {
 	b := r.b
 	b.mu.Lock()
@@ -367,6 +369,8 @@ func (r *request) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.
 		b.failedLocked(r.hashes, from, failTimeout)
 	case receiver.Disconnected:
 		b.failedLocked(r.hashes, from, failDisconnected)
+	case receiver.Refused:
+		b.failedLocked(r.hashes, from, failRefused)
 	default: // Shutdown: the scheduler stopped under the fetch
 		b.tally.ended(from)
 		b.failLocked(fmt.Errorf("%w while requests were in flight", scheduler.ErrStopped))

@@ -34,6 +34,7 @@ const (
 	failTimeout failKind = iota + 1
 	failDisconnected
 	failWrongType
+	failRefused // the peer said it would not serve the request (overloaded)
 )
 
 func newState(cfg Config) *state {
@@ -123,7 +124,10 @@ func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []item
 	s.checkDoneLocked()
 }
 
-// failedLocked applies the failure of a request for asked, sent to from.
+// failedLocked applies the failure of a request for asked, sent to from:
+// its hashes go back to be asked again, preferably of another peer. No
+// failure is a response time: the estimators behind timeouts and hedging
+// (tally.observe) never see one.
 func (s *state) failedLocked(asked []ledger.Hash, from peer.ID, why failKind) {
 	t := s.tally
 	p := t.ended(from)
@@ -137,6 +141,12 @@ func (s *state) failedLocked(asked []ledger.Hash, from peer.ID, why failKind) {
 	case failWrongType:
 		t.badResponses++
 		p.streak++
+	case failRefused:
+		// Not in the streak: a refusal is an honest "not now" from a busy
+		// peer, whose limiter in the scheduler already backs it off, and
+		// it costs the fetch no wait. Counting it would soon make a busy
+		// peer suspect, held to one hash at a time until it delivers.
+		t.refused++
 	}
 	s.retryLocked(asked, from)
 }

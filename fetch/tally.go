@@ -14,6 +14,7 @@ type tally struct {
 	requests     int // sent (the host accepted them)
 	answered     int // ended with a response of any content
 	timeouts     int
+	refused      int // refused by their peer (receiver.Refused)
 	disconnects  int // failed because their peer disconnected
 	badResponses int // answered with something other than ledger.Objects
 	sendErrors   int // the host refused the send
@@ -34,7 +35,7 @@ type tally struct {
 type peerTally struct {
 	requests   int
 	answered   int
-	failures   int // timeouts, disconnects, wrong-type answers
+	failures   int // timeouts, refusals, disconnects, wrong-type answers
 	badObjects int // missing or corrupt objects in its answers
 	objects    int // objects it delivered that verified
 	inFlight   int
@@ -43,7 +44,7 @@ type peerTally struct {
 	// streak counts its requests in a row that failed (timed out, answered
 	// with the wrong type or with nothing usable); an answer that delivers
 	// an object resets it. Disconnections do not count: they say nothing
-	// about how the peer answers.
+	// about how the peer answers; nor do refusals, which say it is busy.
 	streak int
 }
 

@@ -51,7 +51,10 @@ const (
 	TimedOut
 	// Failed: the peer refused the request or answered in a way that shows
 	// it did not serve it (an explicit overload, an error). Like a timeout,
-	// it means "back off".
+	// it means "back off". The scheduler reports it for each refusal the
+	// host passes to Scheduler.Refuse, with the time from send to refusal;
+	// that RTT says how fast the peer said no, not how fast it serves, so
+	// Vegas counts the sample as a loss and takes no RTT from it.
 	Failed
 )
 

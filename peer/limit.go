@@ -71,13 +71,17 @@ type LimiterPanic struct {
 }
 
 // Observe records how one message to the peer ref names ended, before its
-// channel reopens: an answer or a timeout moves the peer's smoothed response
-// time, as ObserveRTT does, and the peer's Limiter, if it has one, sees the
-// sample, with s.InFlight set to the peer's messages in flight (the ended
-// one included), and may move the peer's limit. A higher limit opens channels at once (and counts as an opening); a
-// lower one closes open channels and retires closed ones as their messages
-// end (see Pool). Observe does nothing if the peer is gone. If the Limiter
-// panics, the limit stays as it was and the panic is returned.
+// channel reopens. An answer or a timeout moves the peer's smoothed response
+// time, as ObserveRTT does; a failure (limit.Failed: the peer refused the
+// request) does not, because a refusal comes back fast precisely when the
+// peer did no work, and would rank the most overloaded peer first. The
+// peer's Limiter, if it has one, sees the sample (every outcome), with
+// s.InFlight set to the peer's messages in flight (the ended one included),
+// and may move the peer's limit. A higher limit opens channels at once (and
+// counts as an opening); a lower one closes open channels and retires
+// closed ones as their messages end (see Pool). Observe does nothing if the
+// peer is gone. If the Limiter panics, the limit stays as it was and the
+// panic is returned.
 func (pl *Pool) Observe(ref Ref, s limit.Sample) *LimiterPanic {
 	r := pl.live(ref)
 	if r == nil {

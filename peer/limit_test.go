@@ -97,6 +97,36 @@ func TestHigherLimitOpensChannelsAtOnce(t *testing.T) {
 	require.Equal(t, Usage{ID: "b", Channels: 2, Open: 2, Limit: 2, RTT: time.Second}, usageOf(t, &pl, "b"))
 }
 
+// TestAFailureMovesTheLimitButNotTheResponseTime: a refusal (limit.Failed)
+// reaches the limiter, but a fast "no" must not make an overloaded peer the
+// fastest in the pool's ranking.
+func TestAFailureMovesTheLimitButNotTheResponseTime(t *testing.T) {
+	var pl Pool
+	l := &setLimiter{limit: 2}
+	slow, err := pl.ConnectLimited(fakePeer("a"), "a", l, l.Limit())
+	require.NoError(t, err)
+	steady, err := pl.Connect(fakePeer("b"), "b", 2)
+	require.NoError(t, err)
+	require.Nil(t, pl.Observe(slow, answered(50*time.Millisecond)))
+	require.Nil(t, pl.Observe(steady, answered(20*time.Millisecond)))
+
+	pl.Close(slow)
+	l.next = 1
+	refusal := limit.Sample{Outcome: limit.Failed, RTT: time.Millisecond}
+	require.Nil(t, pl.Observe(slow, refusal))
+	require.Equal(t, []limit.Sample{{Outcome: limit.Failed, RTT: time.Millisecond, InFlight: 1}}, l.samples[1:])
+	require.Equal(t, Usage{ID: "a", Channels: 1, Closed: 1, Limit: 1, RTT: 50 * time.Millisecond}, usageOf(t, &pl, "a"))
+	pl.Reopen(slow)
+	for range 20 {
+		require.Nil(t, pl.Observe(slow, refusal))
+		require.Nil(t, pl.Observe(steady, refusal))
+	}
+	require.Equal(t, 50*time.Millisecond, usageOf(t, &pl, "a").RTT)
+	require.Equal(t, 20*time.Millisecond, usageOf(t, &pl, "b").RTT, "a fixed peer's response time ignores refusals too")
+	best := pl.Best(nil, 0)
+	require.Equal(t, ID("b"), best[0].ID, "the peer that answers in 20ms still ranks first")
+}
+
 func TestLimiterPanicKeepsTheLimit(t *testing.T) {
 	var pl Pool
 	l := &setLimiter{limit: 2, next: 5, panics: "limiter exploded"}

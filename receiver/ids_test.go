@@ -104,6 +104,23 @@ func TestRangedStrayResponses(t *testing.T) {
 	require.Equal(t, 2, tab.Len())
 }
 
+// TestRangedRefusal: a refused request's ranged ID, remembered by its free
+// slot, answers duplicate; once the slot serves another message, late.
+func TestRangedRefusal(t *testing.T) {
+	tab, refs := rangedFixture(t, IDRange{Lo: 100, Hi: 1000}, "A")
+	id := pending(tab, refs["A"])
+	f, ended, err := tab.Refuse(id, "A")
+	require.NoError(t, err)
+	require.True(t, ended)
+	require.Equal(t, id, f.ID)
+	require.Equal(t, Refused, f.Reason)
+	_, _, err = tab.Respond(id, "A", "after all")
+	require.ErrorIs(t, err, ErrDuplicateResponse)
+	pending(tab, refs["A"])
+	_, _, err = tab.Refuse(id, "A")
+	require.ErrorIs(t, err, ErrLateResponse)
+}
+
 // TestRangedIDsHeldBackAndUnsent: the sending state, withdrawal and
 // failures work on ranged IDs as on handles.
 func TestRangedIDsHeldBackAndUnsent(t *testing.T) {

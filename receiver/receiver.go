@@ -26,6 +26,11 @@ const (
 	Disconnected
 	// Shutdown: the scheduler was stopped while the request was pending.
 	Shutdown
+	// Refused: the peer answered that it would not serve the request (it is
+	// overloaded or busy), and the host told the scheduler so
+	// (Scheduler.Refuse). The peer did not serve it: the request may be
+	// sent again, later or to another peer.
+	Refused
 )
 
 func (r Reason) String() string {
@@ -36,6 +41,8 @@ func (r Reason) String() string {
 		return "disconnected"
 	case Shutdown:
 		return "shutdown"
+	case Refused:
+		return "refused"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
@@ -85,12 +92,13 @@ var (
 	// ErrTooManyRequests is returned when the cap on requests in flight is reached.
 	ErrTooManyRequests = errors.New("peersched: too many requests in flight")
 
-	// ErrUnknownRequest: a response names a request this scheduler never
-	// issued (or whose send the host refused).
+	// ErrUnknownRequest: a response (or a refusal) names a request this
+	// scheduler never issued (or whose send the host refused).
 	ErrUnknownRequest = errors.New("peersched: response to an unknown request")
 	// ErrWrongPeer: a response came from a peer other than the one asked.
 	ErrWrongPeer = errors.New("peersched: response from the wrong peer")
-	// ErrDuplicateResponse: the request was already answered.
+	// ErrDuplicateResponse: the request was already answered, or refused:
+	// the peer has had its say.
 	ErrDuplicateResponse = errors.New("peersched: duplicate response")
 	// ErrLateResponse: the request had already failed (timed out, its peer
 	// disconnected) or was withdrawn and its channel has reopened. Once newer

@@ -16,7 +16,7 @@ import (
 // them, take 4 bytes more per slot, in a slice beside.
 //
 // The table hands out request IDs and decides, for each event that can end
-// a request (a response, its deadline, its peer's disconnect, a shutdown, a
+// a request (a response, a refusal, its deadline, its peer's disconnect, a shutdown, a
 // withdrawal), whether the event ends it and how. It never calls a receiver:
 // it returns a Finished record and the scheduler makes the call after
 // releasing its locks.
@@ -222,6 +222,20 @@ func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
 // dropped, changing nothing: ErrUnknownRequest, ErrWrongPeer,
 // ErrDuplicateResponse or ErrLateResponse.
 func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
+	return t.answer(id, from, heldResponse, response)
+}
+
+// Refuse matches a refusal from the peer named from of request id: the peer
+// answered that it would not serve it. It is Respond in every other way: the
+// same checks and errors, held back the same way while the request is being
+// sent, and once it is accepted a later response or refusal is a duplicate.
+// The finished request has Reason Refused.
+func (t *Table) Refuse(id RequestID, from peer.ID) (f Finished, ended bool, err error) {
+	return t.answer(id, from, Refused, nil)
+}
+
+// answer is Respond (how is heldResponse) and Refuse (how is Refused).
+func (t *Table) answer(id RequestID, from peer.ID, how Reason, response any) (f Finished, ended bool, err error) {
 	h := t.handle(id)
 	e := t.slab.Get(h)
 	if e == nil {
@@ -236,21 +250,24 @@ func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, e
 	switch {
 	case e.state == stateDigesting:
 		return Finished{}, false, ErrUnknownRequest // a notification's slot: no ID was ever given out
-	case e.held == heldResponse:
-		return Finished{}, false, ErrDuplicateResponse
 	case e.held != 0:
-		return Finished{}, false, ErrLateResponse
+		return Finished{}, false, strayResponseError(e.held)
 	case t.peerID(e) != from:
 		return Finished{}, false, ErrWrongPeer
 	case e.state == stateSending:
-		e.held = heldResponse
-		if t.early == nil {
-			t.early = make(map[RequestID]any)
+		e.held = how
+		if how == heldResponse {
+			if t.early == nil {
+				t.early = make(map[RequestID]any)
+			}
+			t.early[RequestID(h)] = response
 		}
-		t.early[RequestID(h)] = response
 		return Finished{}, false, nil
 	}
-	return t.finish(h, e, 0, response), true, nil
+	if how == heldResponse {
+		how = 0
+	}
+	return t.finish(h, e, how, response), true, nil
 }
 
 // stray says why a response to id, which names no outstanding message, is
@@ -483,10 +500,11 @@ func (t *Table) unlink(e *entry) {
 }
 
 // strayResponseError says why a response to a request that ended as end is
-// dropped.
+// dropped. A request the peer answered or refused has had its answer: a
+// second one is a duplicate.
 func strayResponseError(end Reason) error {
 	switch end {
-	case heldResponse:
+	case heldResponse, Refused:
 		return ErrDuplicateResponse
 	case unsent, 0:
 		return ErrUnknownRequest

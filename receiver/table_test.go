@@ -98,6 +98,60 @@ func TestRespondClassifiesWhatItDrops(t *testing.T) {
 	require.Equal(t, 1, tab.Len(), "only the open request is left")
 }
 
+// TestRefuseEndsARequestLikeAResponse: a refusal passes the checks a
+// response passes, ends the request with reason Refused, and is the peer's
+// one answer: a response or refusal after it is a duplicate, in the slot's
+// memory too.
+func TestRefuseEndsARequestLikeAResponse(t *testing.T) {
+	tab, refs := fixture(t, "A", "B")
+	refused := pendingFor(tab, refs["A"], time.Hour)
+	expired := pendingFor(tab, refs["A"], time.Second)
+
+	_, _, err := tab.Refuse(refused, "B")
+	require.ErrorIs(t, err, ErrWrongPeer)
+	_, _, err = tab.Refuse(refused+1<<40, "A")
+	require.ErrorIs(t, err, ErrUnknownRequest)
+	f, ended, err := tab.Refuse(refused, "A")
+	require.NoError(t, err)
+	require.True(t, ended)
+	require.Equal(t, Refused, f.Reason)
+	require.False(t, f.Answered())
+	require.Equal(t, refused, f.ID)
+	require.Equal(t, peer.ID("A"), f.PeerID)
+	require.Equal(t, refs["A"], f.Peer, "the caller reopens the channel")
+	_, _, err = tab.Refuse(refused, "A")
+	require.ErrorIs(t, err, ErrDuplicateResponse)
+	_, _, err = tab.Respond(refused, "A", "after all")
+	require.ErrorIs(t, err, ErrDuplicateResponse)
+
+	tab.Expire(time.Second)
+	_, _, err = tab.Refuse(expired, "A")
+	require.ErrorIs(t, err, ErrLateResponse)
+
+	// While the host sends, a refusal is held back like a response, and
+	// the first of them wins.
+	id := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
+	_, ended, err = tab.Refuse(id, "A")
+	require.NoError(t, err)
+	require.False(t, ended)
+	_, _, err = tab.Respond(id, "A", "too late to change its mind")
+	require.ErrorIs(t, err, ErrDuplicateResponse)
+	f, ended = tab.Sent(id)
+	require.True(t, ended)
+	require.Equal(t, Refused, f.Reason)
+	require.Nil(t, f.Response)
+	require.Zero(t, tab.Len())
+
+	// A refusal of a request whose send then fails is dropped with it.
+	id = tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
+	_, _, err = tab.Refuse(id, "A")
+	require.NoError(t, err)
+	_, ok := tab.Unsend(id)
+	require.True(t, ok)
+	_, _, err = tab.Refuse(id, "A")
+	require.ErrorIs(t, err, ErrUnknownRequest)
+}
+
 func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	tab, refs := fixture(t, "A")
 
@@ -253,6 +307,7 @@ func TestReasonNames(t *testing.T) {
 	require.Equal(t, "timeout", Timeout.String())
 	require.Equal(t, "disconnected", Disconnected.String())
 	require.Equal(t, "shutdown", Shutdown.String())
+	require.Equal(t, "refused", Refused.String())
 	require.Equal(t, "Reason(9)", Reason(9).String())
 }
 

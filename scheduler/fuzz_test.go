@@ -58,10 +58,15 @@ const (
 	opStop
 	opUseKeptOffer // a send on an offer kept after its callback returned
 	opStats
+	// Extended programs only (see opOf): the refusals.
+	opRefuse        // a refusal from the peer the request went to
+	opRefuseWrong   // a refusal from another peer
+	opRefuseUnknown // a refusal of an ID never issued
 )
 
 var opNames = [...]string{"connect", "disconnect", "schedule", "deliver", "deliver from the wrong peer",
-	"deliver to an unknown ID", "advance", "withdraw a sender", "withdraw a receiver", "stop", "use a kept offer", "stats"}
+	"deliver to an unknown ID", "advance", "withdraw a sender", "withdraw a receiver", "stop", "use a kept offer", "stats",
+	"refuse", "refuse from the wrong peer", "refuse an unknown ID"}
 
 // opTable maps an input byte to an operation; common operations appear more
 // than once. Stop is rare so that programs do something before it.
@@ -72,6 +77,28 @@ var opTable = [32]int{
 	opAdvance, opAdvance, opAdvance, opAdvance, opAdvance,
 	opWithdrawSender, opWithdrawSender, opWithdrawReceiver, opWithdrawReceiver,
 	opUseKeptOffer, opStats, opStats, opSchedule, opDeliver, opAdvance, opStop,
+}
+
+// refusalBit, set in an extended program's operation byte that reads as a
+// delivery, makes it the matching refusal. Programs that are not extended
+// ignore it, so the operations they read are those they always read.
+const refusalBit = 0x80
+
+// opOf is the operation the byte b names, in an extended program or not.
+func opOf(b byte, extended bool) int {
+	op := opTable[b%32]
+	if !extended || b&refusalBit == 0 {
+		return op
+	}
+	switch op {
+	case opDeliver:
+		return opRefuse
+	case opDeliverWrong:
+		return opRefuseWrong
+	case opDeliverUnknown:
+		return opRefuseUnknown
+	}
+	return op
 }
 
 // fuzzClasses are the class sets an extended program may declare: none, two
@@ -130,6 +157,7 @@ type schedulerAPI interface {
 	WithdrawSender(t offer.Ticket) bool
 	WithdrawReceiver(id receiver.RequestID) bool
 	Deliver(from peer.ID, id receiver.RequestID, response any) error
+	Refuse(from peer.ID, id receiver.RequestID) error
 	Stop()
 	Stats() Stats
 	PeerUsage(dst []peer.Usage) []peer.Usage
@@ -161,8 +189,9 @@ type fuzzSide struct {
 	ids        []receiver.RequestID // every request ID handed to a host, in order
 	idPeer     map[receiver.RequestID]peer.ID
 	receivers  map[receiver.RequestID]*fuzzReceiver
-	accepted   map[receiver.RequestID]string // response values Deliver accepted
+	accepted   map[receiver.RequestID]string // response values Deliver accepted, and refusedMark for refusals Refuse accepted
 	valueFor   map[string]receiver.RequestID // every response value, and the request it was delivered for
+	refusals   map[receiver.RequestID]int    // refusals handed to Refuse, by the ID they named
 	handedOver map[string]bool               // response values a receiver got
 	sending    *fuzzReceiver                 // the receiver of the request being sent
 	offered    *fuzzSender                   // the sender whose OnOffer is running
@@ -185,7 +214,7 @@ func newFuzzSide(name string, api schedulerAPI, cfg Config) *fuzzSide {
 	return &fuzzSide{name: name, api: api, cfg: cfg, budget: fuzzNestedBudget,
 		idPeer: map[receiver.RequestID]peer.ID{}, receivers: map[receiver.RequestID]*fuzzReceiver{},
 		accepted: map[receiver.RequestID]string{}, connected: map[peer.ID]bool{},
-		valueFor: map[string]receiver.RequestID{}, handedOver: map[string]bool{}}
+		valueFor: map[string]receiver.RequestID{}, handedOver: map[string]bool{}, refusals: map[receiver.RequestID]int{}}
 }
 
 func (sd *fuzzSide) logf(format string, args ...any) {
@@ -237,7 +266,7 @@ func (sd *fuzzSide) advance(d time.Duration) {
 // exec reads one operation from in and performs it. nested is true inside a
 // callback; nested operations are limited in number.
 func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
-	op := opTable[in.next()%32]
+	op := opOf(in.next(), sd.extended)
 	if nested {
 		if sd.budget <= 0 {
 			return
@@ -287,23 +316,27 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		sd.returned(nested)
 		sd.logf("schedule s%d prio %d class %q: %s", snd.n, priority, opts.Class, errClass(err))
 		snd.ticket, snd.scheduled = t, err == nil
-	case opDeliver, opDeliverWrong, opDeliverUnknown:
+	case opDeliver, opDeliverWrong, opDeliverUnknown, opRefuse, opRefuseWrong, opRefuseUnknown:
 		id := sd.pickID(in.next())
 		from, ok := sd.idPeer[id]
 		switch op {
-		case opDeliverWrong:
+		case opDeliverWrong, opRefuseWrong:
 			if other := fuzzPeerName(in.next()); other != from {
 				from = other
 			} else {
 				from += "x"
 			}
-		case opDeliverUnknown:
+		case opDeliverUnknown, opRefuseUnknown:
 			id = [4]receiver.RequestID{0, id + 1<<32, 1<<40 | 0xffff, id ^ 1<<63}[in.next()%4]
 		}
 		if !ok {
 			from = fuzzPeerName(in.next())
 		}
-		sd.deliver(from, id, nested)
+		if op >= opRefuse {
+			sd.refuse(from, id, nested)
+		} else {
+			sd.deliver(from, id, nested)
+		}
 	case opAdvance:
 		sd.advance(fuzzAdvances[in.next()%8])
 		sd.returned(nested)
@@ -390,6 +423,25 @@ func (sd *fuzzSide) deliver(from peer.ID, id receiver.RequestID, nested bool) {
 			sd.violate("Deliver accepted %s and %s for %#x", prev, value, uint64(id))
 		}
 		sd.accepted[id] = value
+	}
+}
+
+// refusedMark stands in sd.accepted for a refusal that Refuse accepted.
+const refusedMark = "(refused)"
+
+func (sd *fuzzSide) refuse(from peer.ID, id receiver.RequestID, nested bool) {
+	sd.refusals[id]++
+	err := sd.api.Refuse(from, id)
+	sd.returned(nested)
+	sd.logf("refuse from %s of %#x: %s", from, uint64(id), errClass(err))
+	if err == nil {
+		if to, ok := sd.idPeer[id]; !ok || to != from {
+			sd.violate("Refuse accepted a refusal from %s of %#x, sent to %q", from, uint64(id), to)
+		}
+		if prev, dup := sd.accepted[id]; dup {
+			sd.violate("Refuse accepted a refusal of %#x, which already had %s", uint64(id), prev)
+		}
+		sd.accepted[id] = refusedMark
 	}
 }
 
@@ -600,6 +652,16 @@ func (r *fuzzReceiver) OnResponse(id receiver.RequestID, from peer.ID, response 
 
 func (r *fuzzReceiver) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
 	r.record(id, from, "failure "+reason.String())
+	// Promise 8 for refusals: a request fails as refused only if a refusal
+	// of it was handed to Refuse (with inline callbacks, Refuse has not
+	// returned yet), and a request whose refusal Refuse accepted fails as
+	// nothing else.
+	switch sd := r.sd; {
+	case reason == receiver.Refused && sd.refusals[id] == 0:
+		sd.violate("%#x failed as refused, and nobody refused it", uint64(id))
+	case reason != receiver.Refused && sd.accepted[id] == refusedMark:
+		sd.violate("%#x failed with %v after Refuse accepted its refusal", uint64(id), reason)
+	}
 	r.act()
 }
 
@@ -865,7 +927,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 				t.Fatalf("step %d: the two sides read different amounts of the program", step)
 			}
 			in = rin
-			check(step, opNames[opTable[data[start]%32]])
+			check(step, opNames[opOf(data[start], extended)])
 		}
 
 		if err := s.Shutdown(context.Background()); err != nil {
@@ -916,14 +978,19 @@ func finalChecks(t *testing.T, sd *fuzzSide, st Stats) {
 		if r.outcomes != want {
 			t.Fatalf("%#x (sent: %v, withdrawn: %v): %d outcomes, want %d", uint64(id), r.sendOK, r.withdrawn, r.outcomes, want)
 		}
-		if v, ok := sd.accepted[id]; ok && want == 1 && r.outcome != "response "+v {
-			t.Fatalf("%#x: Deliver accepted %s, but the receiver got %q", uint64(id), v, r.outcome)
+		v, ok := sd.accepted[id]
+		wantOutcome := "response " + v
+		if v == refusedMark {
+			wantOutcome = "failure " + receiver.Refused.String()
+		}
+		if ok && want == 1 && r.outcome != wantOutcome {
+			t.Fatalf("%#x: %s accepted, but the receiver got %q", uint64(id), v, r.outcome)
 		}
 	}
 	if st.ChannelsClosed != 0 || st.RequestsInFlight != 0 || st.SendersWaiting != 0 || !st.Stopped {
 		t.Fatalf("after Stop: %+v", st)
 	}
-	if ended := st.Succeeded + st.TimedOut + st.Disconnected + st.ShutDown + st.WithdrawnDone; ended != st.Sent {
+	if ended := st.Succeeded + st.TimedOut + st.Refused + st.Disconnected + st.ShutDown + st.WithdrawnDone; ended != st.Sent {
 		t.Fatalf("%d requests sent, %d ended: %+v", st.Sent, ended, st)
 	}
 }
@@ -1081,6 +1148,21 @@ var fuzzSeeds = [][]byte{
 	// class is free for the next sender of the class.
 	extendedProgram(0, 0, 0, 0, 0, 1, connectFixedOp(1, 2, 8), classedOp(0, 1, 3, 1), classedOp(0, 1, 0, 0),
 		connectFixedOp(2, 1), advanceOp(6)),
+	// Refusals: a Vegas peer refuses both its requests and its limit falls
+	// (its RTT stays unset: a refusal is no response time); a second
+	// refusal and a response after one are duplicates; a refusal from the
+	// wrong peer or of a forged ID is dropped; a request answered, then
+	// refused, is a duplicate too.
+	extendedProgram(0, 0, 0, 0, 0, 0, connectVegasOp(1, 2), classedOp(0, 0, 2, 3<<5), advanceOp(1), refuseOp(0),
+		refuseOp(1), refuseOp(0), deliverOp(0), refuseWrongOp(0, 2), refuseUnknownOp(0, 1), classedOp(0, 0, 0, 0),
+		deliverOp(0), refuseOp(0), advanceOp(6)),
+	// A refusal while the host sends the request waits for the send: the
+	// receiver hears of it when Send returns, and no limiter does; if the
+	// send then fails, the refusal is dropped with it. A refusal after the
+	// send is shown to the peer's limiter as failed, with its RTT.
+	extendedProgram(0, 0, 0, 0, 0, 0, connectDrivenOp(1, 1, []byte{1, 1}, 6, 0, refuseByte(opDeliver), 0, 1),
+		connectFixedOp(2, 1, 6, 0, refuseByte(opDeliver), 0, 0), classedOp(0, 0, 0, 0), classedOp(0, 0, 0, 1<<3),
+		advanceOp(1), refuseOp(0), advanceOp(6)),
 }
 
 // extendedMarker, as a program's first byte, makes it an extended program:
@@ -1090,7 +1172,8 @@ var fuzzSeeds = [][]byte{
 // peer's limit (mod 4: 1 driven by a fuzzLimiter whose plan length is the
 // byte's upper bits, 2 Vegas, else fixed), and its schedules one more, for
 // the sender's class (mod the classes plus 2: 0 none, then each declared
-// class, then one that is not).
+// class, then one that is not); and an operation byte that reads as a
+// delivery and has refusalBit set is the matching refusal (see opOf).
 // A program whose first byte is anything else reads as it always has.
 const extendedMarker = 0xff
 
@@ -1153,7 +1236,23 @@ func connectVegasOp(peer, channels byte, hostPlan ...byte) []byte {
 
 func disconnectOp(peer byte) []byte { return []byte{opByte(opDisconnect), peer} }
 
-func deliverOp(recent byte) []byte          { return []byte{opByte(opDeliver), recent} }
+func deliverOp(recent byte) []byte { return []byte{opByte(opDeliver), recent} }
+
+// refuseOp, refuseWrongOp and refuseUnknownOp, in an extended program,
+// refuse one of the recent requests: from its peer, from the peer p<other>
+// (or one named after its own if that is the same), or under a forged ID
+// (which, mod 4: 0, the next generation, an ID no slot has, the top bit
+// flipped).
+func refuseOp(recent byte) []byte { return []byte{refuseByte(opDeliver), recent} }
+func refuseWrongOp(recent, other byte) []byte {
+	return []byte{refuseByte(opDeliverWrong), recent, other}
+}
+func refuseUnknownOp(recent, forged byte) []byte {
+	return []byte{refuseByte(opDeliverUnknown), recent, forged}
+}
+
+// refuseByte is the operation byte of the refusal that matches delivery op.
+func refuseByte(op int) byte                { return opByte(op) | refusalBit }
 func advanceOp(index byte) []byte           { return []byte{opByte(opAdvance), index} }
 func withdrawSenderOp(n byte) []byte        { return []byte{opByte(opWithdrawSender), n} }
 func withdrawReceiverOp(recent byte) []byte { return []byte{opByte(opWithdrawReceiver), recent} }

@@ -185,6 +185,34 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 			counted: func(st Stats) uint64 { return st.Duplicate },
 			log:     wantLog{slog.LevelDebug, "peersched: dropped a response", map[string]string{"from": "A", "reason": ErrDuplicateResponse.Error()}},
 		},
+		{
+			name: "a peer refuses a request sent to another",
+			do: func(t *testing.T, w *world) {
+				w.connect("A", 1)
+				w.connect("B", 1)
+				rec := newOutcomes()
+				id := requestOn(t, w, rec, "A")
+				require.ErrorIs(t, w.s.Refuse("B", id), ErrWrongPeer)
+				require.Zero(t, rec.total())
+				require.NoError(t, w.s.Refuse("A", id))
+				require.Equal(t, []string{"failure from A: refused"}, rec.of(id))
+			},
+			counted: func(st Stats) uint64 { return st.WrongPeer },
+			log:     wantLog{slog.LevelWarn, "peersched: dropped a refusal", map[string]string{"from": "B", "reason": ErrWrongPeer.Error()}},
+		},
+		{
+			name: "a peer refuses a request it answered",
+			do: func(t *testing.T, w *world) {
+				w.connect("A", 1)
+				rec := newOutcomes()
+				id := requestOn(t, w, rec)
+				require.NoError(t, w.s.Deliver("A", id, "once"))
+				require.ErrorIs(t, w.s.Refuse("A", id), ErrDuplicateResponse)
+				require.Equal(t, []string{"response from A: once"}, rec.of(id))
+			},
+			counted: func(st Stats) uint64 { return st.Duplicate },
+			log:     wantLog{slog.LevelDebug, "peersched: dropped a refusal", map[string]string{"from": "A", "reason": ErrDuplicateResponse.Error()}},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &recordingHandler{}
@@ -210,9 +238,10 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 // before the outermost call returns, and in the end every sender has left
 // once and every request has had one outcome.
 func TestCallbacksCallEveryMethod(t *testing.T) {
-	all := func(withdrawReceiver bool, deliver string) []string {
+	all := func(withdrawReceiver bool, deliver, refuse string) []string {
 		return []string{"connect C: ok", "schedule: ok", "withdraw sender: true",
-			fmt.Sprintf("withdraw receiver: %v", withdrawReceiver), "deliver: " + deliver, "disconnect B: ok", "stop returned"}
+			fmt.Sprintf("withdraw receiver: %v", withdrawReceiver), "deliver: " + deliver, "refuse: " + refuse,
+			"disconnect B: ok", "stop returned"}
 	}
 	for _, tc := range []struct {
 		from     string
@@ -221,18 +250,19 @@ func TestCallbacksCallEveryMethod(t *testing.T) {
 		discards int      // of the senders waiting, or scheduled, when the callback ran
 	}{
 		// From its offer, the request just sent is pending: withdrawn, then
-		// answered silently.
-		{"Sender.OnOffer", all(true, "ok"), "failure from B: disconnected", 1},
+		// answered silently, and a refusal after the answer is a duplicate.
+		{"Sender.OnOffer", all(true, "ok", "duplicate"), "failure from B: disconnected", 1},
 		// From its receiver, the request has ended: too late to withdraw,
 		// and a second answer is a duplicate (or late).
-		{"Receiver.OnResponse", all(false, "duplicate"), "failure from B: disconnected", 1},
-		{"Receiver.OnFailure", all(false, "late"), "failure from B: timeout", 1},
+		{"Receiver.OnResponse", all(false, "duplicate", "duplicate"), "failure from B: disconnected", 1},
+		{"Receiver.OnFailure", all(false, "late", "late"), "failure from B: timeout", 1},
 		// From a discard, the scheduler is stopping: everything is refused.
 		{"Sender.OnDiscard", []string{"connect C: stopped", "schedule: stopped", "withdraw sender: false",
-			"withdraw receiver: false", "deliver: stopped", "disconnect B: stopped", "stop returned"}, "failure from B: shutdown", 2},
+			"withdraw receiver: false", "deliver: stopped", "refuse: stopped", "disconnect B: stopped", "stop returned"},
+			"failure from B: shutdown", 2},
 		// From the host's send, the request is being sent: withdrawn, and
 		// its early answer accepted silently.
-		{"Peer.Send", all(true, "ok"), "failure from B: disconnected", 1},
+		{"Peer.Send", all(true, "ok", "duplicate"), "failure from B: disconnected", 1},
 	} {
 		from := tc.from
 		t.Run(from, func(t *testing.T) {
@@ -258,6 +288,7 @@ func TestCallbacksCallEveryMethod(t *testing.T) {
 					calls = append(calls, fmt.Sprintf("withdraw sender: %v", w.s.WithdrawSender(waitingTicket)))
 					calls = append(calls, fmt.Sprintf("withdraw receiver: %v", w.s.WithdrawReceiver(id)))
 					note("deliver", w.s.Deliver("A", id, "nested"))
+					note("refuse", w.s.Refuse("A", id))
 					_ = w.s.Stats()
 					_ = w.s.PeerUsage(nil)
 					note("disconnect B", w.s.Disconnect("B"))

@@ -33,13 +33,19 @@ package scheduler
 //     peer disconnects, and a response naming it is unknown. A slot
 //     remembers how the message it served just before its current one
 //     ended; a response to an older request of the slot is late.
-//   - A timeout feeds the peer's smoothed RTT, as a response does.
+//   - A refusal (Refuse) is checked, counted and held back like a response,
+//     and is the request's one answer: a response or refusal after it is a
+//     duplicate. It ends the request as a response does, with reason
+//     Refused.
+//   - A timeout feeds the peer's smoothed RTT, as a response does; a
+//     refusal does not.
 //   - A peer has a limit, fixed or set by its limiter, and as many open
 //     channels as its limit leaves after its messages in flight, never
-//     fewer than none. A response or a timeout (not a disconnect, a stop or
-//     a refused send, nor a request ended while it is being sent) is shown
-//     to the peer's limiter, before its channel reopens: with its RTT, the
-//     peer's messages in flight (itself included), and the time. A channel whose message
+//     fewer than none. A response, a timeout or a refusal (Failed) (not a
+//     disconnect, a stop or a send the host refused, nor a request ended
+//     while it is being sent) is shown to the peer's limiter, before its
+//     channel reopens: with its RTT, the peer's messages in flight (itself
+//     included), and the time. A channel whose message
 //     ends reopens only if the peer is within its limit, and only then is
 //     it an opening; a higher limit that opens channels is one opening too.
 //   - A request being sent (the host's Send has not returned) keeps the first
@@ -165,6 +171,7 @@ type outcome uint8
 const (
 	none outcome = iota
 	answered
+	refused // the peer answered with a refusal
 	timedOut
 	disconnected
 	shutDown
@@ -803,6 +810,9 @@ func (m *model) finish(q *mReq, o outcome) {
 	case timedOut:
 		m.st.TimedOut++
 		reason = receiver.Timeout
+	case refused:
+		m.st.Refused++
+		reason = receiver.Refused
 	case disconnected:
 		m.st.Disconnected++
 		reason = receiver.Disconnected
@@ -823,6 +833,15 @@ func (m *model) WithdrawReceiver(id receiver.RequestID) bool {
 }
 
 func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error {
+	return m.answer(from, id, answered, response)
+}
+
+func (m *model) Refuse(from peer.ID, id receiver.RequestID) error {
+	return m.answer(from, id, refused, nil)
+}
+
+// answer is Deliver (how is answered) and Refuse (how is refused).
+func (m *model) answer(from peer.ID, id receiver.RequestID, how outcome, response any) error {
 	if m.stopped {
 		return ErrStopped
 	}
@@ -838,7 +857,8 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 		}
 	}
 	// An ended request (even one whose outcome is held back while it is
-	// sent) answers duplicate or late, whoever responds.
+	// sent) answers duplicate or late, whoever responds: duplicate if the
+	// peer has answered it already, with a response or a refusal.
 	var err error
 	switch {
 	case reused:
@@ -847,7 +867,7 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 	case q == nil || q.note || q.ended == unsentMsg:
 		err = ErrUnknownRequest
 		m.st.Unknown++
-	case q.ended == answered || q.held == answered:
+	case q.ended == answered || q.held == answered || q.ended == refused || q.held == refused:
 		err = ErrDuplicateResponse
 		m.st.Duplicate++
 	case q.ended != none || q.held != none:
@@ -860,11 +880,15 @@ func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error
 	switch {
 	case err != nil:
 	case q.sending:
-		q.held, q.response = answered, response
+		q.held, q.response = how, response
 	default:
 		q.response = response
-		m.finish(q, answered)
-		m.observe(q, limit.Answered)
+		m.finish(q, how)
+		if how == refused {
+			m.observe(q, limit.Failed)
+		} else {
+			m.observe(q, limit.Answered)
+		}
 		m.endMessage(q.to)
 		ended = true
 	}
@@ -878,7 +902,9 @@ func (m *model) observe(q *mReq, outcome limit.Outcome) {
 	if p.gone {
 		return
 	}
-	m.observeRTT(p, m.now-q.sentAt)
+	if outcome != limit.Failed { // a fast "no" says nothing of how fast the peer serves
+		m.observeRTT(p, m.now-q.sentAt)
+	}
 	if p.limiter != nil {
 		p.limiter.Observe(limit.Sample{Outcome: outcome, RTT: m.now - q.sentAt, InFlight: p.closed, Now: m.now})
 		p.limit = min(max(p.limiter.Limit(), 1), peer.MaxChannelsPerPeer)

@@ -1003,6 +1003,71 @@ func TestPromise15_ALimiterPanicIsReportedAndTheLimitHolds(t *testing.T) {
 	})
 }
 
+// TestPromise15_AnExplicitRefusalMakesAnAdaptivePeerBackOff: two peers on
+// the default adaptive limit (Vegas) get the same traffic, round after
+// round; one answers every request in 10ms, the other refuses every one in
+// 1ms (Refuse). The refusing peer's limit falls to its floor and stays
+// there, and its fast refusals never make it look fast; the answering
+// peer's limit grows.
+func TestPromise15_AnExplicitRefusalMakesAnAdaptivePeerBackOff(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		for _, id := range []peer.ID{"busy", "fine"} {
+			p := &hostPeer{id: id}
+			p.onSend = func(uint64, any) {
+				u := w.usage(id)
+				require.LessOrEqual(t, u.Closed, u.Limit, "a send beyond the peer's limit")
+			}
+			require.NoError(t, w.s.ConnectWith(p, peer.Options{}))
+			w.peers[id] = p
+		}
+		rec := newOutcomes()
+		// fill sends on every open channel of the peer to, and returns the
+		// requests' IDs.
+		fill := func(to peer.ID) []receiver.RequestID {
+			var ids []receiver.RequestID
+			if w.usage(to).Open == 0 {
+				return nil
+			}
+			_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+				for i := range o.Len() {
+					if c, _ := o.Channel(i); c.Peer == to {
+						id, err := o.Request(i, "x", rec, time.Second)
+						require.NoError(t, err)
+						ids = append(ids, id)
+					}
+				}
+			}}, 0)
+			require.NoError(t, err)
+			return ids
+		}
+		busyLimits := []int{w.usage("busy").Limit}
+		for range 12 {
+			busy, fine := fill("busy"), fill("fine")
+			w.advance(time.Millisecond)
+			for _, id := range busy {
+				require.NoError(t, w.s.Refuse("busy", id))
+			}
+			w.advance(9 * time.Millisecond)
+			for _, id := range fine {
+				require.NoError(t, w.s.Deliver("fine", id, "ok"))
+			}
+			busyLimits = append(busyLimits, w.usage("busy").Limit)
+		}
+
+		require.Equal(t, peer.DefaultStartLimit, busyLimits[0])
+		require.True(t, slices.IsSortedFunc(busyLimits, func(a, b int) int { return b - a }), "the refusing peer's limit only falls: %v", busyLimits)
+		require.Equal(t, peer.DefaultMinLimit, w.usage("busy").Limit, "it backs off to its floor: %v", busyLimits)
+		require.Zero(t, w.usage("busy").RTT, "refusals are no response time")
+		require.Greater(t, w.usage("fine").Limit, peer.DefaultStartLimit, "the answering peer's limit grows")
+		require.Equal(t, 10*time.Millisecond, w.usage("fine").RTT)
+
+		st := w.s.Stats()
+		require.Equal(t, st.Refused+st.Succeeded, st.Sent)
+		require.NotZero(t, st.Refused)
+		require.Zero(t, st.TimedOut)
+	})
+}
+
 type panickyLimiter struct{}
 
 func (panickyLimiter) Limit() int           { return 2 }

@@ -122,6 +122,9 @@ func TestRegression_StopWhileSendingKeepsTheOutcomeAlreadyHeld(t *testing.T) {
 		{"a timeout", func(w *world, id receiver.RequestID) {
 			w.advance(time.Second)
 		}, "failure from A: timeout", func(st Stats) uint64 { return st.TimedOut }},
+		{"an accepted refusal", func(w *world, id receiver.RequestID) {
+			require.NoError(t, w.s.Refuse("A", id))
+		}, "failure from A: refused", func(st Stats) uint64 { return st.Refused }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inBubble(t, Config{}, func(w *world) {

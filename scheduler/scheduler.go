@@ -38,9 +38,10 @@
 // none of them returns an error to a sender, which simply waits its turn:
 //
 //   - Each peer has a limit on its messages in flight: fixed (Connect) or
-//     adaptive (ConnectWith; a limit.Vegas by default, fed with the answers
-//     and timeouts of the peer's requests). A peer's channels are only open
-//     below its current limit.
+//     adaptive (ConnectWith; a limit.Vegas by default, fed with the answers,
+//     timeouts and refusals of the peer's requests: a host that learns a
+//     peer turned a request away, overloaded, tells the scheduler with
+//     Refuse). A peer's channels are only open below its current limit.
 //   - Config.Budget caps the application's messages in flight and their
 //     rate, over every peer.
 //   - Config.Classes cap the messages in flight of each class of traffic
@@ -196,9 +197,9 @@ type Scheduler struct {
 }
 
 type requestCounts struct {
-	sent, succeeded, timedOut, disconnected, shutdown uint64
-	withdrawnEnded                                    uint64
-	late, unknown, wrongPeer, duplicate               uint64
+	sent, succeeded, timedOut, refused, disconnected, shutdown uint64
+	withdrawnEnded                                             uint64
+	late, unknown, wrongPeer, duplicate                        uint64
 }
 
 // Lock ranks: offers before requests, and the callback queue last.
@@ -300,11 +301,13 @@ func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 // (see peer.Options and limit.Vegas). Its channels are offered to waiting
 // senders at once.
 //
-// The peer's Limiter sees every request to the peer that is answered or
-// times out, with its response time and the peer's load when it was sent;
-// requests that end otherwise (disconnect, stop, a send the host refused)
-// say nothing about the peer's capacity and are not shown to it, nor are
-// notifications. A lower limit never cancels a message in flight: the
+// The peer's Limiter sees every request to the peer that is answered
+// (limit.Answered), times out (limit.TimedOut) or is refused by the peer
+// (limit.Failed, see Refuse), with its response time and the peer's load
+// when it ended; requests that end otherwise (disconnect, stop, a send the
+// host refused, an answer that came while the host's Send had not
+// returned) say nothing about the peer's capacity and are not shown to it,
+// nor are notifications. A lower limit never cancels a message in flight: the
 // peer's channels stay closed as their messages end, until it is within its
 // limit. PeerUsage reports each peer's current limit.
 //
@@ -466,12 +469,38 @@ func (s *Scheduler) WithdrawReceiver(id receiver.RequestID) bool {
 
 // Deliver hands the scheduler a response that the peer named from sent for
 // request id. It never runs user code (unless callbacks are inline): the
-// receiver is called later, on the callback goroutine. The response is accepted only from the peer the request was
-// sent to, only once, and only before the request's deadline; then the
-// request's receiver gets it and the channel reopens. Otherwise it is dropped,
-// counted, and Deliver returns why: ErrUnknownRequest, ErrWrongPeer,
-// ErrDuplicateResponse, ErrLateResponse, or ErrStopped.
+// receiver is called later, on the callback goroutine. The response is
+// accepted only from the peer the request was sent to, only once, and only
+// before the request's deadline; then the request's receiver gets it and the
+// channel reopens. Otherwise it is dropped, counted, and Deliver returns why:
+// ErrUnknownRequest, ErrWrongPeer, ErrDuplicateResponse, ErrLateResponse, or
+// ErrStopped.
 func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) error {
+	return s.answer(from, id, response, false)
+}
+
+// Refuse tells the scheduler that the peer named from answered request id
+// with a refusal: it would not serve it (it is overloaded, or busy). The
+// refusal is accepted, or dropped and counted, exactly as Deliver accepts
+// or drops a response, with the same errors; it is the peer's one answer,
+// so a response or refusal after it is a duplicate. An accepted refusal
+// ends the request as a response does (its channel reopens, within the
+// peer's limit, and its class and budget are released), its receiver gets
+// OnFailure with reason receiver.Refused, and Stats counts it in Refused.
+// A refusal that comes while the host's Send of the request has not yet
+// returned waits for it, as an early response does.
+//
+// The peer's Limiter sees the refusal as limit.Failed, with the time from
+// send to refusal, and backs off. The peer's smoothed response time, which
+// ranks its channels in offers, does not take it: a refusal comes back
+// fast because the peer did no work, and would make the most overloaded
+// peer look like the best one.
+func (s *Scheduler) Refuse(from peer.ID, id receiver.RequestID) error {
+	return s.answer(from, id, nil, true)
+}
+
+// answer is Deliver (a response) and Refuse (refused set).
+func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, refused bool) error {
 	// Both locks at once: the request ends (requests) and its channel
 	// reopens (offers) in one step. This is the hottest path there is, and
 	// taking each lock once is cheaper than handing the channel over in a
@@ -487,19 +516,28 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 	// Deadlines that have passed are enforced first, so a response that
 	// comes after its deadline is late even if the timer has not fired yet.
 	reopened := s.expireDueLocked(now)
-	f, ended, err := s.table.Respond(id, from, response)
+	var f receiver.Finished
+	var ended bool
+	var err error
+	outcome := limit.Answered
+	if refused {
+		f, ended, err = s.table.Refuse(id, from)
+		outcome = limit.Failed
+	} else {
+		f, ended, err = s.table.Respond(id, from, response)
+	}
 	if err != nil {
 		s.countDroppedLocked(err)
 		s.requestsMu.Unlock()
 		s.offersMu.Unlock()
-		s.logDropped(from, id, err)
+		s.logDropped(from, id, refused, err)
 		s.afterReopening(reopened)
 		return err
 	}
 	if ended {
 		s.countEndLocked(&f)
 		s.releaseLocked(f.Terms)
-		s.observeLocked(&f, limit.Answered, now)
+		s.observeLocked(&f, outcome, now)
 		reopened = s.endLocked(f.Peer) || reopened
 	}
 	// One acquisition of the callback queue both queues the receiver's
@@ -553,6 +591,8 @@ func (s *Scheduler) countEndLocked(f *receiver.Finished) {
 		s.counts.succeeded++
 	case f.Reason == receiver.Timeout:
 		s.counts.timedOut++
+	case f.Reason == receiver.Refused:
+		s.counts.refused++
 	case f.Reason == receiver.Disconnected:
 		s.counts.disconnected++
 	case f.Reason == receiver.Shutdown:
@@ -560,21 +600,27 @@ func (s *Scheduler) countEndLocked(f *receiver.Finished) {
 	}
 }
 
-// logDropped reports a response that Deliver dropped. An unknown ID or the
-// wrong peer points at a misbehaving host or peer and is a warning; late and
-// duplicate responses happen in healthy networks and are debug records. The
-// level is checked first so that a silent logger costs nothing.
-func (s *Scheduler) logDropped(from peer.ID, id receiver.RequestID, err error) {
+// logDropped reports a response (or a refusal) that Deliver (or Refuse)
+// dropped. An unknown ID or the wrong peer points at a misbehaving host or
+// peer and is a warning; late and duplicate responses happen in healthy
+// networks and are debug records. The level is checked first so that a
+// silent logger costs nothing.
+func (s *Scheduler) logDropped(from peer.ID, id receiver.RequestID, refusal bool, err error) {
 	level := slog.LevelDebug
 	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrWrongPeer) {
 		level = slog.LevelWarn
 	}
 	if ctx := context.Background(); s.log.Enabled(ctx, level) {
-		s.log.Log(ctx, level, "peersched: dropped a response", "from", string(from), "request", uint64(id), "reason", err.Error())
+		msg := "peersched: dropped a response"
+		if refusal {
+			msg = "peersched: dropped a refusal"
+		}
+		s.log.Log(ctx, level, msg, "from", string(from), "request", uint64(id), "reason", err.Error())
 	}
 }
 
-// countDroppedLocked counts a dropped response. Caller holds requestsMu.
+// countDroppedLocked counts a dropped response or refusal. Caller holds
+// requestsMu.
 func (s *Scheduler) countDroppedLocked(err error) {
 	switch {
 	case errors.Is(err, ErrLateResponse):

@@ -16,11 +16,12 @@ type Stats struct {
 	SendErrors    uint64 // sends the host refused (or panicked on)
 	Succeeded     uint64 // requests answered
 	TimedOut      uint64
+	Refused       uint64 // requests the peer refused (see Refuse)
 	Disconnected  uint64 // requests failed because their peer disconnected
 	ShutDown      uint64 // requests failed by Stop
 	WithdrawnDone uint64 // withdrawn requests whose channel has reopened
 
-	// Responses dropped, by reason.
+	// Responses and refusals dropped, by reason.
 	Late          uint64
 	Unknown       uint64
 	WrongPeer     uint64
@@ -47,6 +48,7 @@ func (s *Scheduler) Stats() Stats {
 		SendErrors:       s.sendErrors,
 		Succeeded:        c.succeeded,
 		TimedOut:         c.timedOut,
+		Refused:          c.refused,
 		Disconnected:     c.disconnected,
 		ShutDown:         c.shutdown,
 		WithdrawnDone:    c.withdrawnEnded,

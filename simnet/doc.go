@@ -20,8 +20,8 @@
 //
 // # Wiring a scheduler
 //
-// The host glues three callbacks to the scheduler and connects each peer it
-// adds:
+// The host glues three callbacks (four, with the optional Refuse) to the
+// scheduler and connects each peer it adds:
 //
 //	net, err := simnet.New(simnet.Config{
 //		Ledger: l,
@@ -29,6 +29,9 @@
 //		Seed:   seed,
 //		Deliver: func(from peer.ID, id receiver.RequestID, resp any) {
 //			_ = sched.Deliver(from, id, resp) // errors are the scheduler's to count
+//		},
+//		Refuse: func(from peer.ID, id receiver.RequestID) { // optional
+//			_ = sched.Refuse(from, id) // overloaded peers refuse (OverflowReject)
 //		},
 //		OnDisconnect: func(p *simnet.Peer) { _ = sched.Disconnect(p.ID()) },
 //		OnReconnect:  func(p *simnet.Peer) { _ = sched.Connect(p, channels) },

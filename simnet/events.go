@@ -19,9 +19,10 @@ type event struct {
 	peer *Peer
 
 	// deliverEvent only.
-	epoch uint64 // the peer's connection the response was sent on
-	id    uint64 // the request ID it is delivered under
-	msg   any
+	epoch   uint64 // the peer's connection the response was sent on
+	id      uint64 // the request ID it is delivered under
+	msg     any
+	refusal bool // a refusal of the request, for Config.Refuse; msg is nil
 
 	// disconnectEvent and reconnectEvent: part of the peer's random outage
 	// chain, which schedules its own next step.

@@ -56,6 +56,9 @@ func (r record) String() string {
 		}
 		return fmt.Sprintf("%v %s %s id=%d objects%s", r.at, r.kind, r.from, r.id, b.String())
 	case nil:
+		if r.id != 0 { // a refusal
+			return fmt.Sprintf("%v %s %s id=%d", r.at, r.kind, r.from, r.id)
+		}
 		return fmt.Sprintf("%v %s %s", r.at, r.kind, r.from)
 	}
 	return fmt.Sprintf("%v %s %s id=%d %T", r.at, r.kind, r.from, r.id, r.msg)
@@ -78,9 +81,16 @@ type harness struct {
 
 func newHarness(t *testing.T, seed uint64) *harness {
 	t.Helper()
+	return newHarnessWith(t, seed, false)
+}
+
+// newHarnessWith is newHarness, with Config.Refuse set (recording "refuse")
+// if refusals is.
+func newHarnessWith(t *testing.T, seed uint64, refusals bool) *harness {
+	t.Helper()
 	h := &harness{t: t, clk: clock.NewMock()}
 	h.start = h.clk.Now()
-	net, err := New(Config{
+	cfg := Config{
 		Ledger: testLedger,
 		Clock:  h.clk,
 		Seed:   seed,
@@ -89,7 +99,11 @@ func newHarness(t *testing.T, seed uint64) *harness {
 		},
 		OnDisconnect: func(p *Peer) { h.add(record{kind: "down", from: p.ID()}) },
 		OnReconnect:  func(p *Peer) { h.add(record{kind: "up", from: p.ID()}) },
-	})
+	}
+	if refusals {
+		cfg.Refuse = func(from peer.ID, id receiver.RequestID) { h.add(record{kind: "refuse", from: from, id: id}) }
+	}
+	net, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,12 @@ type Config struct {
 	// scheduler's Deliver. Required. id is whatever ID the peer answered
 	// under: normally the request's, but faults can change it.
 	Deliver func(from peer.ID, id receiver.RequestID, response any)
+	// Refuse, if set, hands the host a peer's refusal of request id: a
+	// request its full Service queue turned away under OverflowReject is
+	// refused through Refuse, at the instant its empty answer would have
+	// arrived, instead of answered through Deliver. The host passes it on
+	// to the scheduler's Refuse. Nil keeps the empty answers.
+	Refuse func(from peer.ID, id receiver.RequestID)
 	// OnDisconnect, if set, is called when a peer goes down; the host then
 	// disconnects it from the scheduler. The peer is already down when it
 	// runs: its Send fails and its responses still in flight are dropped.
@@ -60,7 +66,7 @@ var (
 // Network is a set of simulated peers sharing one clock, one event queue and
 // one timer. It is safe for concurrent use.
 //
-// Its callbacks (Deliver, OnDisconnect, OnReconnect) run one at a time, in
+// Its callbacks (Deliver, Refuse, OnDisconnect, OnReconnect) run one at a time, in
 // order of (time, scheduling order), on the goroutine of the clock's timer:
 // never concurrently with each other, never while the network holds its
 // lock, and never from inside Send, which only queues. They may call any
@@ -73,6 +79,7 @@ type Network struct {
 	clock   clock.Clock
 	seed    uint64
 	deliver func(peer.ID, receiver.RequestID, any)
+	refuse  func(peer.ID, receiver.RequestID) // nil: rejections are empty answers
 	onDown  func(*Peer)
 	onUp    func(*Peer)
 
@@ -105,6 +112,7 @@ func New(cfg Config) (*Network, error) {
 		clock:   c,
 		seed:    cfg.Seed,
 		deliver: cfg.Deliver,
+		refuse:  cfg.Refuse,
 		onDown:  cfg.OnDisconnect,
 		onUp:    cfg.OnReconnect,
 		peers:   map[peer.ID]*Peer{},
@@ -283,6 +291,10 @@ func (n *Network) applyLocked(e event) func() {
 		}
 		p.stats.Delivered++
 		from, id, msg := p.id, receiver.RequestID(e.id), e.msg
+		if e.refusal {
+			p.stats.Refusals++
+			return func() { n.refuse(from, id) }
+		}
 		return func() { n.deliver(from, id, msg) }
 	case disconnectEvent:
 		if e.random {

@@ -127,6 +127,110 @@ func TestServiceOverflowRejects(t *testing.T) {
 	})
 }
 
+// TestServiceOverflowRefusesThroughRefuse: with Config.Refuse set, the
+// requests a full queue turns away are refused through it, at the instant
+// their empty answers would have come; the others are answered as before.
+func TestServiceOverflowRefusesThroughRefuse(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		h := newHarnessWith(t, 1, true)
+		p := h.addPeer("a", Profile{
+			Latency: Fixed(5 * ms),
+			Service: Service{Workers: 1, PerRequest: 10 * ms, QueueLimit: 1, Overflow: OverflowReject},
+		})
+		reqs := map[receiver.RequestID]ledger.GetObjects{}
+		for id := uint64(1); id <= 4; id++ {
+			reqs[receiver.RequestID(id)] = h.send(p, id, 3)
+		}
+		h.advance(time.Second)
+		var got []string
+		for _, r := range h.records() {
+			got = append(got, fmt.Sprintf("%s %d@%v", r.kind, r.id, r.at))
+			if r.kind == "deliver" {
+				checkHonest(t, reqs[r.id], r.msg)
+			}
+		}
+		if want := []string{"refuse 3@5ms", "refuse 4@5ms", "deliver 1@15ms", "deliver 2@25ms"}; !slices.Equal(got, want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+		checkQueueDelays(t, p, 0, 10*ms)
+		st := p.Stats()
+		if st.Served != 2 || st.Overflowed != 2 || st.Answers != 4 || st.Delivered != 4 || st.Refusals != 2 || st.Missing != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+// TestServiceRefusalsComeWhenRejectionsWould: the same seed, with random
+// latency, a slow uplink and an overloaded peer, refuses through Refuse
+// exactly the requests it otherwise answers empty, at the same instants,
+// and answers the rest identically: a refusal takes the uplink as the empty
+// answer does, and draws nothing more.
+func TestServiceRefusalsComeWhenRejectionsWould(t *testing.T) {
+	run := func(refusals bool) (lines []string, st Stats) {
+		bubble(t, func(t *testing.T) {
+			h := newHarnessWith(t, 7, refusals)
+			p := h.addPeer("a", Profile{
+				Latency:   LogNormal(5*ms, 0.5),
+				Bandwidth: 200_000,
+				Service:   Service{Workers: 2, PerRequest: 3 * ms, QueueLimit: 2, Overflow: OverflowReject},
+			})
+			for id := uint64(1); id <= 100; id++ {
+				h.send(p, id, 1+int(id%3))
+				h.advance(ms)
+			}
+			h.advance(time.Second)
+			for _, r := range h.records() {
+				kind := r.kind
+				if resp, ok := r.msg.(ledger.Objects); ok && len(resp.Items) == 0 {
+					kind = "refuse" // an empty answer is a rejection
+				}
+				lines = append(lines, fmt.Sprintf("%s %d@%v", kind, r.id, r.at))
+			}
+			st = p.Stats()
+		})
+		return lines, st
+	}
+	answered, plain := run(false)
+	refused, withRefuse := run(true)
+	if !slices.Equal(answered, refused) {
+		t.Fatalf("the runs differ:\nempty answers: %v\nrefusals:      %v", answered, refused)
+	}
+	if withRefuse.Refusals == 0 || withRefuse.Refusals != withRefuse.Overflowed || plain.Refusals != 0 {
+		t.Fatalf("refusals: %d of %d overflowed with Refuse, %d without", withRefuse.Refusals, withRefuse.Overflowed, plain.Refusals)
+	}
+	plain.Refusals = withRefuse.Refusals
+	if plain != withRefuse {
+		t.Fatalf("stats differ beyond Refusals:\n%+v\n%+v", plain, withRefuse)
+	}
+}
+
+// TestServiceRefusalLostWithTheConnection: a refusal on its way when the
+// peer goes down is dropped, as a response would be.
+func TestServiceRefusalLostWithTheConnection(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		h := newHarnessWith(t, 1, true)
+		p := h.addPeer("a", Profile{
+			Latency: Fixed(5 * ms),
+			Service: Service{Workers: 1, PerRequest: 10 * ms, QueueLimit: 1, Overflow: OverflowReject},
+			Outages: []Outage{{At: 3 * ms}},
+		})
+		for id := uint64(1); id <= 3; id++ {
+			h.send(p, id, 1) // 3 is refused, due at 5ms
+		}
+		h.advance(time.Second)
+		var got []string
+		for _, r := range h.records() {
+			got = append(got, r.kind)
+		}
+		if want := []string{"down"}; !slices.Equal(got, want) {
+			t.Fatalf("got %v, want %v", got, want)
+		}
+		if st := p.Stats(); st.Refusals != 0 || st.Dropped != 3 || st.Overflowed != 1 { // the two answers and the refusal
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
 // TestServiceLoadRaisesResponseTime keeps k requests in flight to a peer
 // with two workers, 10ms of service and 20ms of latency: it serves 200
 // requests a second, so up to 6 in flight (200/s × 30ms) nothing waits, and

@@ -201,10 +201,17 @@ func (p *Peer) overflowLocked(now time.Time, id uint64, req ledger.GetObjects, s
 	}
 	latency := scale(p.prof.Latency.Sample(p.traffic), slow)
 	// Every object is missing, so the reply leaves them all out, as rippled
-	// leaves out what it lacks.
+	// leaves out what it lacks. A host that can tell the scheduler of a
+	// refusal gets one instead, on the same wire and at the same instant:
+	// the peer's "not now" is the same message, only read for what it is.
 	resp := ledger.Objects{}
 	at, free := transmit(now.Add(latency), p.linkFree, wire.MessageSize(id, resp), p.prof.Bandwidth)
 	p.linkFree = free
+	if p.net.refuse != nil {
+		p.stats.Answers++
+		p.net.pushLocked(event{at: at, kind: deliverEvent, peer: p, epoch: p.epoch, id: id, refusal: true})
+		return
+	}
 	p.pushAnswerLocked(at, id, resp)
 }
 

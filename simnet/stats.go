@@ -12,9 +12,10 @@ type Stats struct {
 
 	Faults FaultCounts // requests that got each fault
 
-	Answers   int // responses scheduled (a Duplicate counts two)
-	Delivered int // responses handed to Deliver
-	Dropped   int // responses lost because the peer disconnected first
+	Answers   int // responses scheduled (a Duplicate counts two), refusals included
+	Delivered int // responses handed to Deliver, and refusals to Refuse
+	Refusals  int // of Delivered, the refusals (Config.Refuse)
+	Dropped   int // responses and refusals lost because the peer disconnected first
 
 	Disconnects int
 	Reconnects  int

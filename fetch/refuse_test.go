@@ -1,0 +1,186 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/scheduler"
+	"github.com/peersched/peersched/simnet"
+)
+
+// Refusals: a peer's explicit "not now" (receiver.Refused) puts the hashes
+// back to be asked elsewhere, counts as a refusal and not a timeout, does
+// not make the peer suspect, and is no response time for the estimators
+// behind timeouts and hedging.
+
+// TestARefusalPutsTheHashesBack drives the fetch's receiver by hand: a
+// refusal and, for contrast, a timeout, each of one request for one hash.
+func TestARefusalPutsTheHashesBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewMock()
+		s, err := scheduler.New(scheduler.Config{Clock: clk, InlineCallbacks: true}) // no peer: nothing is sent
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s.Shutdown(context.Background()) }()
+		cfg, err := Config{Root: simLedger.Root(), Clock: clk}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request)}
+		b.mu.Lock()
+		b.beginLocked(clk.Now())
+		b.mu.Unlock()
+
+		// ask sends the waiting hash to the peer to, as a request in flight.
+		ask := func(id receiver.RequestID, to peer.ID) *request {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			hashes := b.front.take(nil, 1, to, true)
+			if len(hashes) != 1 {
+				t.Fatalf("%d hashes waiting to ask %s", len(hashes), to)
+			}
+			r := &request{b: b, id: id, to: to, hashes: hashes, sentAt: clk.Now()}
+			b.inFlight[id] = r
+			b.tally.sent(to)
+			return r
+		}
+		root := simLedger.Root()
+
+		ask(1, "busy").OnFailure(1, "busy", receiver.Refused)
+		b.mu.Lock()
+		busy := b.tally.peer("busy")
+		switch {
+		case b.tally.refused != 1 || b.tally.timeouts != 0 || b.tally.retries != 1:
+			t.Errorf("refused %d, timeouts %d, retries %d; want 1, 0, 1", b.tally.refused, b.tally.timeouts, b.tally.retries)
+		case b.front.waitingCount() != 1 || !b.front.failedBy(root, "busy"):
+			t.Errorf("the root is not back, to be asked of another peer first")
+		case busy.streak != 0 || busy.failures != 1 || busy.inFlight != 0:
+			t.Errorf("the refusing peer: streak %d, failures %d, in flight %d; want 0, 1, 0", busy.streak, busy.failures, busy.inFlight)
+		case len(busy.rtts) != 0 || busy.rto.samples != 0 || b.tally.rto.samples != 0:
+			t.Errorf("a refusal became a response time: %v, %d and %d samples", busy.rtts, busy.rto.samples, b.tally.rto.samples)
+		case b.fatal != nil:
+			t.Errorf("a refusal ended the fetch: %v", b.fatal)
+		}
+		if again := b.front.take(nil, 1, "busy", false); len(again) != 0 {
+			t.Errorf("the refusing peer gets the hash back while another may ask for it")
+		}
+		rep := b.reportLocked("scheduler", time.Second, Dropped{})
+		if rep.Refused != 1 || rep.Timeouts != 0 || len(rep.Peers) != 1 || rep.Peers[0].Failures != 1 {
+			t.Errorf("report: refused %d, timeouts %d, peers %+v", rep.Refused, rep.Timeouts, rep.Peers)
+		}
+		b.mu.Unlock()
+
+		// The same hash times out at another peer: that one is a timeout,
+		// and starts the peer's streak.
+		ask(2, "slow").OnFailure(2, "slow", receiver.Timeout)
+		b.mu.Lock()
+		if b.tally.refused != 1 || b.tally.timeouts != 1 || b.tally.peer("slow").streak != 1 {
+			t.Errorf("after a timeout: refused %d, timeouts %d, streak %d", b.tally.refused, b.tally.timeouts, b.tally.peer("slow").streak)
+		}
+		if tr := b.incompleteLocked(ErrStalled, 0).Since; tr.Refused != 1 || tr.Timeouts != 1 {
+			t.Errorf("trouble since the last object: %+v", tr)
+		}
+		b.mu.Unlock()
+	})
+}
+
+// TestRunWithARefusingPeer fetches a ledger from an honest peer and a busy
+// one that refuses what its queue cannot hold (simnet's OverflowReject,
+// reported through Config.Refuse to the scheduler's Refuse). The fetch
+// completes with no timeout; every refusal the network made is in the
+// report as one, and its hashes were asked again.
+func TestRunWithARefusingPeer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewMock()
+		start := clk.Now()
+		s, err := scheduler.New(scheduler.Config{Clock: clk, InlineCallbacks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		net, err := simnet.New(simnet.Config{
+			Ledger:  simLedger,
+			Clock:   clk,
+			Seed:    3,
+			Deliver: func(from peer.ID, id receiver.RequestID, r any) { _ = s.Deliver(from, id, r) },
+			Refuse:  func(from peer.ID, id receiver.RequestID) { _ = s.Refuse(from, id) },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		profiles := map[peer.ID]simnet.Profile{
+			"honest": {Latency: simnet.Fixed(5 * time.Millisecond)},
+			// One worker and room for one more: of four requests at once,
+			// two are refused.
+			"busy": {Latency: simnet.Fixed(2 * time.Millisecond), Service: simnet.Service{Workers: 1,
+				PerRequest: 3 * time.Millisecond, QueueLimit: 1, Overflow: simnet.OverflowReject}},
+		}
+		peers := map[peer.ID]*simnet.Peer{}
+		for _, id := range []peer.ID{"busy", "honest"} {
+			p, err := net.AddPeer(id, profiles[id])
+			if err != nil {
+				t.Fatal(err)
+			}
+			peers[id] = p
+			if err := s.Connect(p, 4); err != nil { // a fixed limit: the busy peer keeps being pushed
+				t.Fatal(err)
+			}
+		}
+		done := make(chan error, 1)
+		var rep Report
+		go func() {
+			var err error
+			rep, err = Run(context.Background(), s, Config{Root: simLedger.Root(), Expected: simLedger.Len(), Clock: clk, Batch: 16})
+			done <- err
+		}()
+		var runErr error
+	wait:
+		for {
+			synctest.Wait()
+			select {
+			case runErr = <-done:
+				break wait
+			default:
+				clk.Add(time.Millisecond)
+			}
+		}
+		net.Close()
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if runErr != nil {
+			t.Fatalf("fetch failed after %v: %v", clk.Now().Sub(start), runErr)
+		}
+
+		refusals := peers["busy"].Stats().Refusals
+		if refusals == 0 {
+			t.Fatalf("the busy peer refused nothing: %+v", peers["busy"].Stats())
+		}
+		if rep.Refused != refusals || s.Stats().Refused != uint64(refusals) {
+			t.Errorf("the network refused %d requests; the report counts %d, the scheduler %d", refusals, rep.Refused, s.Stats().Refused)
+		}
+		if rep.Timeouts != 0 || rep.Objects != simLedger.Len() || rep.Answered+rep.Refused != rep.Requests {
+			t.Errorf("report: %s", describe(rep))
+		}
+		if rep.Retries < rep.Refused {
+			t.Errorf("%d requests refused, %d hashes asked again", rep.Refused, rep.Retries)
+		}
+		for _, p := range rep.Peers {
+			if p.ID == "busy" && p.Failures != rep.Refused {
+				t.Errorf("the busy peer's failures: %d, want its %d refusals", p.Failures, rep.Refused)
+			}
+		}
+	})
+}
+
+func describe(r Report) string {
+	return fmt.Sprintf("%d requests, %d answered, %d refused, %d timeouts, %d objects of %d, %d retries",
+		r.Requests, r.Answered, r.Refused, r.Timeouts, r.Objects, simLedger.Len(), r.Retries)
+}
