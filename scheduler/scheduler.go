@@ -519,10 +519,8 @@ func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, re
 	var f receiver.Finished
 	var ended bool
 	var err error
-	outcome := limit.Answered
 	if refused {
 		f, ended, err = s.table.Refuse(id, from)
-		outcome = limit.Failed
 	} else {
 		f, ended, err = s.table.Respond(id, from, response)
 	}
@@ -537,6 +535,10 @@ func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, re
 	if ended {
 		s.countEndLocked(&f)
 		s.releaseLocked(f.Terms)
+		outcome := limit.Answered
+		if f.Reason == receiver.Refused {
+			outcome = limit.Failed
+		}
 		s.observeLocked(&f, outcome, now)
 		reopened = s.endLocked(f.Peer) || reopened
 	}

@@ -124,8 +124,19 @@ func (c *pipeClient) rest() []string {
 	return got
 }
 
-// elapse lets d pass on the bubble's virtual clock; it takes no real time.
-func elapse(d time.Duration) { time.Sleep(d) }
+// noReplyWithin fails the test if a reply comes, or the server ends the
+// connection, within d of the bubble's clock.
+func (c *pipeClient) noReplyWithin(d time.Duration) {
+	c.t.Helper()
+	select {
+	case a, ok := <-c.answers:
+		if !ok {
+			c.t.Fatal("the server ended the connection")
+		}
+		c.t.Fatalf("reply %s, want none within %v", a, d)
+	case <-time.After(d):
+	}
+}
 
 func serviceServer(t *testing.T, b Behaviour) *Server {
 	t.Helper()
@@ -241,7 +252,7 @@ func TestServiceOverflowDrops(t *testing.T) {
 		got := c.nextN(1)
 		c.send(5, 1) // at 10ms 2 started: room again
 		got = append(got, c.nextN(2)...)
-		elapse(time.Hour)
+		c.noReplyWithin(time.Hour) // 3 and 4 were dropped: never answered
 		s.Close()
 		got = append(got, c.rest()...)
 		if want := []string{"1@10ms", "2@20ms", "5@30ms"}; !slices.Equal(got, want) {
@@ -332,9 +343,9 @@ func TestServiceCloseWhileQueued(t *testing.T) {
 		for id := uint64(1); id <= 10; id++ {
 			c.send(id, 1)
 		}
-		elapse(1500 * ms) // two answered, two in service, six waiting
+		got := c.nextN(2) // now two are answered, two in service, six waiting
 		s.Close()
-		if got := c.rest(); !slices.Equal(got, []string{"1@1.001s", "2@1.001s"}) {
+		if got = append(got, c.rest()...); !slices.Equal(got, []string{"1@1.001s", "2@1.001s"}) {
 			t.Fatalf("answers %v", got)
 		}
 		synctest.Wait()
