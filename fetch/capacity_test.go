@@ -42,6 +42,8 @@ const (
 	capacityBatch        = 64
 	capacityObjects      = 100_000 // leaves of the generated ledger
 	capacityFile         = "testdata/capacity.md"
+	capacitySeed         = 5 // the main table's
+	capacitySeedsFile    = "testdata/capacity_seeds.md"
 )
 
 // capacityService is every peer's service, but for the large peers'
@@ -132,8 +134,8 @@ type capacityRow struct {
 // is reported beside the quantiles.
 const capacityWarmUp = 500 * ms
 
-// runCapacity runs the fetch once with setting s.
-func runCapacity(t *testing.T, s capacitySetting) capacityRow {
+// runCapacity runs the fetch once with setting s and the network's seed.
+func runCapacity(t *testing.T, s capacitySetting, seed uint64) capacityRow {
 	t.Helper()
 	o := runSim(t, sim{
 		strategy: s.strategy,
@@ -141,7 +143,7 @@ func runCapacity(t *testing.T, s capacitySetting) capacityRow {
 		peers:    capacityProfiles(),
 		channels: s.channels,
 		limits:   s.limits,
-		seed:     5,
+		seed:     seed,
 		warmUp:   capacityWarmUp,
 		cfg:      Config{Batch: capacityBatch, ProgressEvery: 100 * ms},
 	})
@@ -189,7 +191,7 @@ func TestCapacityExperiment(t *testing.T) {
 	}
 	var rows []capacityRow
 	for _, s := range capacitySettings() {
-		rows = append(rows, runCapacity(t, s))
+		rows = append(rows, runCapacity(t, s, capacitySeed))
 	}
 	table := capacityTable(rows)
 	t.Log("\n" + table)
@@ -198,27 +200,74 @@ func TestCapacityExperiment(t *testing.T) {
 	if adaptive.rate < 0.95*best.rate {
 		t.Errorf("adaptive fetched %.0f objects/s, below 95%% of the best fixed setting (%s: %.0f)", adaptive.rate, best.setting.name, best.rate)
 	}
-	// The target is a p99 of at most twice the unloaded service
-	// time at every peer. Vegas holds 1 to 2 requests queued (Alpha, Beta),
-	// which at a one-worker peer is 1 to 2 service times of waiting; a peer
-	// whose pipe is close to a whole number of requests sits at either edge
-	// of that band in turn, and its p99 lands just above 2× (BENCHMARKS.md
-	// says more). This checks that it stays within 2.5×, and the table pins
-	// the exact figure.
-	if adaptive.p99 > 5*capacityServiceTime/2 {
-		t.Errorf("adaptive: peer %s's p99 queueing delay after the warm-up is %v, above 2.5 times its unloaded service time (%v)", adaptive.worst, adaptive.p99, capacityServiceTime)
+	// The target: every peer's p99 at most twice its unloaded
+	// service time. Vegas holds half a request to one and a half queued
+	// (Alpha, Beta), which at a one-worker peer is at most one and a half
+	// service times of waiting, and arrivals' jitter the rest.
+	if adaptive.p99 > 2*capacityServiceTime {
+		t.Errorf("adaptive: peer %s's p99 queueing delay after the warm-up is %v, above twice its unloaded service time (%v)", adaptive.worst, adaptive.p99, capacityServiceTime)
 	}
 	if fixed64.p99 <= 5*capacityServiceTime || fixed64.dropped == 0 || fixed64.timeouts == 0 {
 		t.Errorf("fixed 64 did not overload the small peers (worst p99 %v, %d dropped): the scenario shows nothing", fixed64.p99, fixed64.dropped)
 	}
 
+	comparePinned(t, capacityFile, table)
+}
+
+// capacitySweepSeeds are the network seeds of TestCapacitySeeds.
+const capacitySweepSeeds = 10
+
+// TestCapacitySeeds reruns the capacity experiment's sweep of fixed settings
+// and the adaptive one at ten network seeds, so that the main table's seed is
+// seen to be no lucky draw. It checks the delay target at every seed and
+// pins the table in testdata/capacity_seeds.md. Its throughput bound is
+// looser than the 95%: one seed falls short of it, and the table
+// (quoted in BENCHMARKS.md) shows which.
+func TestCapacitySeeds(t *testing.T) {
+	switch {
+	case testing.Short():
+		t.Skip("the capacity sweep runs eighty fetches of a 138,559-node ledger; skipped with -short")
+	case raceEnabled:
+		t.Skip("the capacity sweep takes many minutes under -race; run it without: go test ./fetch -run TestCapacitySeeds")
+	}
+	var b strings.Builder
+	b.WriteString("| seed | best fixed | its objects/s | adaptive objects/s | vs best fixed | adaptive p99 queueing delay, worst peer | × service time |\n")
+	b.WriteString("|---:|---|---:|---:|---:|---:|---:|\n")
+	for seed := uint64(1); seed <= capacitySweepSeeds; seed++ {
+		var rows []capacityRow
+		for _, s := range capacitySettings() {
+			if s.strategy == "scheduler" {
+				rows = append(rows, runCapacity(t, s, seed))
+			}
+		}
+		best, adaptive := bestFixed(rows), rowNamed(t, rows, "adaptive")
+		ratio := adaptive.rate / best.rate
+		delay := float64(adaptive.p99) / float64(capacityServiceTime)
+		fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f | %.1f %% | %v (%s) | %.2f |\n", seed, best.setting.name, best.rate, adaptive.rate,
+			100*ratio, adaptive.p99.Round(100*time.Microsecond), adaptive.worst, delay)
+		if delay > 2 {
+			t.Errorf("seed %d: adaptive's p99 queueing delay at %s is %.2f times the service time, above 2", seed, adaptive.worst, delay)
+		}
+		if ratio < 0.9 {
+			t.Errorf("seed %d: adaptive fetched %.1f%% of the best fixed setting's throughput, below 90%%", seed, 100*ratio)
+		}
+	}
+	table := b.String()
+	t.Log("\n" + table)
+	comparePinned(t, capacitySeedsFile, table)
+}
+
+// comparePinned compares table with the file at path, or rewrites the file
+// with -update-capacity.
+func comparePinned(t *testing.T, path, table string) {
+	t.Helper()
 	if *updateCapacity {
-		if err := os.WriteFile(filepath.FromSlash(capacityFile), []byte(table), 0o644); err != nil {
+		if err := os.WriteFile(filepath.FromSlash(path), []byte(table), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	pinned, err := os.ReadFile(filepath.FromSlash(capacityFile))
+	pinned, err := os.ReadFile(filepath.FromSlash(path))
 	if err != nil {
 		t.Fatalf("%v (run with -update-capacity to write it)", err)
 	}
@@ -254,9 +303,9 @@ func rowNamed(t *testing.T, rows []capacityRow, prefix string) capacityRow {
 func capacityTable(rows []capacityRow) string {
 	best := bestFixed(rows)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d peers (%d with %d workers, %d with 1; %v per full batch; queue of %d, drops beyond), %d-object ledger, batch %d, seed 5, virtual time.\n\n",
+	fmt.Fprintf(&b, "%d peers (%d with %d workers, %d with 1; %v per full batch; queue of %d, drops beyond), %d-object ledger, batch %d, seed %d, virtual time.\n\n",
 		capacityPeers, capacityLarge, capacityWorkers, capacityPeers-capacityLarge, capacityServiceTime, capacityService.QueueLimit,
-		capacityLedger.Len(), capacityBatch)
+		capacityLedger.Len(), capacityBatch, capacitySeed)
 	b.WriteString("| setting | objects/s | vs best fixed | fetch time | queueing delay after warm-up, worst peer: p50 / p99 | longest wait | limits at the end: small / large peers | timeouts | dropped by full queues |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {

@@ -39,11 +39,14 @@
 // Vegas (TCP Vegas, as Netflix adapted it to request concurrency) compares
 // each peer's RTT with that peer's own floor, and by Little's law turns the
 // excess into a number of queued requests: Q = L·(1 − floor/RTT) for a limit
-// L. Holding Q between Alpha and Beta (1 and 2 by default) keeps the peer's
-// workers busy (at least one request always waiting) while bounding the
-// queueing delay we cause at about Beta service times per worker, whatever
-// the peer's size: a peer ten times larger simply settles at a limit ten
-// times larger. Timeouts and failures still cut the limit, by a quarter,
+// L. Holding Q between Alpha and Beta (half a request and one and a half by
+// default) keeps the peer's workers busy (a request usually waiting when a
+// worker frees) while bounding the queueing delay we cause at about Beta
+// service times per worker, whatever the peer's size: a peer ten times
+// larger simply settles at a limit ten times larger. (TCP Vegas counts
+// packets, and holds 1 to 3 of them; a request here can cost a peer tens of
+// milliseconds, so each one queued is worth avoiding, and the band is
+// fractional.) Timeouts and failures still cut the limit, by a quarter,
 // because a peer that drops is overloaded no matter what the RTT said; they
 // are a weaker signal here than in TCP, since on a peer-to-peer network a
 // request is also lost to faulty peers, which do not want a smaller limit.

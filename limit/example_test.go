@@ -30,13 +30,14 @@ func ExampleVegas() {
 		}
 	}
 	// It doubles while the peer shows no queue, overshoots, and settles at
-	// the 12 the peer serves plus a queue of Beta, 2.
+	// the 12 the peer serves plus as much of a queue of Beta, 1.5, as whole
+	// requests allow: 13.
 
 	// Output:
 	// start 4
 	// limit 8
 	// limit 16
-	// limit 14
+	// limit 13
 }
 
 // A host that knows its peers' capacity keeps the fixed channel count.

@@ -13,14 +13,17 @@ import (
 type VegasConfig struct {
 	// Bounds are the host's bounds for the peer. Required.
 	Bounds Bounds
-	// Alpha: while the estimated queue at the peer is below Alpha requests
-	// (and the peer was pushed to at least half the limit), the limit
-	// grows. 0 means 1.
-	Alpha int
-	// Beta: when the estimated queue is above Beta requests, the limit falls
-	// to the estimated pipe plus Beta. 0 means 2·Alpha. Must be at least
-	// Alpha.
-	Beta int
+	// Alpha, in requests: while the estimated queue at the peer is below
+	// Alpha (and the peer was pushed to at least half the limit), the limit
+	// grows. It may be fractional; it is kept to 1/1024 of a request. 0
+	// means DefaultAlpha.
+	Alpha float64
+	// Beta, in requests: when the estimated queue is above Beta, the limit
+	// falls to the largest whole number at most the estimated pipe plus
+	// Beta. 0 means Alpha + 1. Must be at least Alpha and at most
+	// MaxQueueThreshold. A band narrower than one request (Beta − Alpha < 1)
+	// may hold no whole limit, and the limit then swings across it.
+	Beta float64
 	// ProbeEvery is how many deciding rounds pass between two re-measurements
 	// of the RTT floor (see Vegas). 0 means 100; a negative value never
 	// re-measures, and the floor then only ever falls.
@@ -29,9 +32,21 @@ type VegasConfig struct {
 
 // Defaults of VegasConfig.
 const (
-	DefaultAlpha      = 1
+	// DefaultAlpha keeps half a request waiting at the peer at the least:
+	// enough that a worker finishing a request usually finds the next one
+	// there, where a whole request would add a service time of waiting to
+	// every request at a peer with one worker. With the default Beta, the
+	// queue is held between half a request and one and a half.
+	DefaultAlpha      = 0.5
 	DefaultProbeEvery = 100
+	// MaxQueueThreshold is the largest Alpha or Beta, in requests.
+	MaxQueueThreshold = 1 << 20
 )
+
+// queueUnit is the resolution of Alpha and Beta: they are held as whole
+// numbers of 1/queueUnit requests, so every comparison with them is exact
+// integer arithmetic.
+const queueUnit = 1024
 
 // ErrBadConfig is returned by NewVegas for parameters that make no limiter.
 var ErrBadConfig = errors.New("limit: bad config")
@@ -62,16 +77,17 @@ var ErrBadConfig = errors.New("limit: bad config")
 //     limits.
 //   - Otherwise, in slow start, the round's mean comes first: if the mean
 //     pipe estimate Pm = L·floor/roundMean leaves a queue L − Pm above
-//     Beta, the limit becomes ⌊Pm⌋ + Beta and slow start ends.
+//     Beta, the limit becomes ⌊Pm + Beta⌋ and slow start ends.
 //   - Otherwise, with limit L, the pipe estimate P = L·floor/roundMin is
 //     how many requests the peer holds without queueing them (Little's law),
 //     and Q = L − P is the estimated queue. If Q > Beta the limit becomes
-//     ⌊P⌋ + Beta and slow start ends. If Q < Alpha and the round's largest
+//     ⌊P + Beta⌋ and slow start ends. If Q < Alpha and the round's largest
 //     InFlight is at least L/2, the limit doubles while in slow start (if
 //     the mean's queue L − Pm is below Alpha too; otherwise slow start ends
-//     and the limit holds) and grows by one after it. If Alpha ≤ Q ≤ Beta, slow start ends and the
-//     limit holds. A round with no answered sample decides nothing. P and
-//     Q are compared unrounded (see decide for why that matters).
+//     and the limit holds) and grows by one after it. If Alpha ≤ Q ≤ Beta,
+//     slow start ends and the limit holds. A round with no answered sample
+//     decides nothing. P and Q are compared unrounded (see decide for why
+//     that matters).
 //
 // Why the mean in slow start: the minimum is robust to jitter (a path whose
 // latency varies shows no queue in its fastest answer), but it misses a
@@ -113,7 +129,7 @@ var ErrBadConfig = errors.New("limit: bad config")
 // value is not usable; build one with NewVegas.
 type Vegas struct {
 	bounds      Bounds
-	alpha, beta int
+	alpha, beta int64 // in 1/queueUnit requests
 	probeEvery  int
 
 	limit     int
@@ -152,27 +168,22 @@ func NewVegas(cfg VegasConfig) (*Vegas, error) {
 		return nil, err
 	}
 	alpha, beta, probe := cfg.Alpha, cfg.Beta, cfg.ProbeEvery
-	if alpha < 0 || beta < 0 {
-		return nil, fmt.Errorf("%w: negative alpha %d or beta %d", ErrBadConfig, alpha, beta)
-	}
 	if alpha == 0 {
 		alpha = DefaultAlpha
 	}
 	if beta == 0 {
-		if alpha > maxInt/2 {
-			return nil, fmt.Errorf("%w: alpha %d too large to default beta", ErrBadConfig, alpha)
-		}
-		beta = 2 * alpha
+		beta = alpha + 1
 	}
-	if beta < alpha {
-		return nil, fmt.Errorf("%w: beta %d below alpha %d", ErrBadConfig, beta, alpha)
+	// The negated comparisons also refuse NaN.
+	if !(alpha >= 0 && alpha <= MaxQueueThreshold) || !(beta >= alpha && beta <= MaxQueueThreshold) {
+		return nil, fmt.Errorf("%w: need 0 <= alpha <= beta <= %d, got alpha %v beta %v", ErrBadConfig, MaxQueueThreshold, cfg.Alpha, cfg.Beta)
 	}
 	if probe == 0 {
 		probe = DefaultProbeEvery
 	}
 	b := cfg.Bounds
 	return &Vegas{
-		bounds: b, alpha: alpha, beta: beta, probeEvery: probe,
+		bounds: b, alpha: inQueueUnits(alpha), beta: inQueueUnits(beta), probeEvery: probe,
 		limit: b.Start, slowStart: true, roundLen: b.Start,
 	}, nil
 }
@@ -246,20 +257,21 @@ func (v *Vegas) endRound() {
 
 // decide is one deciding round of Vegas as pure arithmetic: the limit after
 // a round that ran at limit with the given floor, smallest RTT and largest
-// in-flight count, and whether slow start goes on. The result is within b.
-// floor, roundMin and roundMean are positive; floor <= roundMin <= roundMean.
-func decide(limit int, slowStart bool, floor, roundMin, roundMean time.Duration, maxInFlight, alpha, beta int, b Bounds) (int, bool) {
-	if slowStart && queueAbove(limit, floor, roundMean, beta) {
-		return b.clamp(pipeDown(limit, floor, roundMean) + beta), false
+// in-flight count, and whether slow start goes on. alpha and beta are in
+// 1/queueUnit requests. The result is within b. floor, roundMin and
+// roundMean are positive; floor <= roundMin <= roundMean.
+func decide(limit int, slowStart bool, floor, roundMin, roundMean time.Duration, maxInFlight int, alpha, beta int64, b Bounds) (int, bool) {
+	if slowStart && queueCmp(limit, floor, roundMean, beta) > 0 {
+		return b.clamp(fallTo(limit, floor, roundMean, beta)), false
 	}
 	switch {
-	case queueAbove(limit, floor, roundMin, beta):
-		return b.clamp(pipeDown(limit, floor, roundMin) + beta), false
-	case limit-pipe(limit, floor, roundMin) >= alpha:
+	case queueCmp(limit, floor, roundMin, beta) > 0:
+		return b.clamp(fallTo(limit, floor, roundMin, beta)), false
+	case queueCmp(limit, floor, roundMin, alpha) >= 0:
 		return limit, false
 	case maxInFlight < limit-maxInFlight: // under half the limit in use: no evidence more would help
 		return limit, slowStart
-	case slowStart && limit-pipe(limit, floor, roundMean) >= alpha:
+	case slowStart && queueCmp(limit, floor, roundMean, alpha) >= 0:
 		// The fastest answer saw no queue but the answers on average did:
 		// the round's burst filled the peer's queue as it went. Doubling
 		// now would double that queue. (After slow start the minimum alone
@@ -278,13 +290,75 @@ func decide(limit int, slowStart bool, floor, roundMin, roundMean time.Duration,
 	}
 }
 
-// The pipe estimate x = limit·floor/rtt is a real number, and the queue
-// estimate limit − x is compared with Alpha and Beta unrounded: the limit
-// grows only if limit − x < Alpha, which for a whole Alpha is
-// limit − ⌈x⌉ < Alpha (pipe), and falls if limit − x > Beta (queueAbove),
-// to ⌊x⌋ + Beta (pipeDown). Rounding x up on the falling side as well would
-// forgive up to a whole request of queue: at a peer with one worker, a whole
-// service time more of waiting for every request.
+// The pipe estimate x = limit·floor/rtt is a real number, and so is the
+// queue estimate limit − x: both are compared with Alpha and Beta exactly,
+// in 128-bit integer arithmetic, never rounded to whole requests first.
+// Rounding x up would forgive up to a whole request of queue, which at a
+// peer with one worker is a whole service time more of waiting for every
+// request.
+
+// queueCmp is sign(Q − t) for the queue estimate
+// Q = limit·(rtt − floor)/rtt and a threshold t in 1/queueUnit requests,
+// 0 <= t <= MaxQueueThreshold·queueUnit: -1, 0 or +1. An rtt at or below
+// the floor means no queue.
+func queueCmp(limit int, floor, rtt time.Duration, t int64) int {
+	if rtt <= floor {
+		if t > 0 {
+			return -1
+		}
+		return 0
+	}
+	// Compare limit·(rtt − floor)·queueUnit with t·rtt. The right side is
+	// below 2^30·2^63 = 2^93, so a left side whose product with queueUnit
+	// would not fit in 128 bits is larger.
+	hi, lo := bits.Mul64(uint64(limit), uint64(rtt-floor))
+	if hi >= 1<<(64-queueShift) {
+		return 1
+	}
+	hi, lo = hi<<queueShift|lo>>(64-queueShift), lo<<queueShift
+	thi, tlo := bits.Mul64(uint64(t), uint64(rtt))
+	return cmp128(hi, lo, thi, tlo)
+}
+
+// queueShift is log2(queueUnit).
+const queueShift = 10
+
+// cmp128 compares the 128-bit numbers (hi1, lo1) and (hi2, lo2): -1, 0 or
+// +1.
+func cmp128(hi1, lo1, hi2, lo2 uint64) int {
+	switch {
+	case hi1 != hi2:
+		if hi1 < hi2 {
+			return -1
+		}
+		return 1
+	case lo1 < lo2:
+		return -1
+	case lo1 > lo2:
+		return 1
+	}
+	return 0
+}
+
+// fallTo is the limit after a round that saw too much queue: the largest
+// whole number at most x + beta, for the pipe estimate x = limit·floor/rtt
+// and beta in 1/queueUnit requests, that is ⌊x + beta⌋. It saturates at the
+// largest int.
+func fallTo(limit int, floor, rtt time.Duration, beta int64) int {
+	whole, frac := int(beta/queueUnit), uint64(beta%queueUnit)
+	if rtt <= floor {
+		return addSaturatingInt(limit, whole)
+	}
+	q, rem := pipeDiv(limit, floor, rtt)
+	// The fractions of x and of beta add up to a whole request when
+	// rem/rtt + frac/queueUnit >= 1, that is rem·queueUnit >= (queueUnit − frac)·rtt.
+	hi1, lo1 := bits.Mul64(rem, queueUnit)
+	hi2, lo2 := bits.Mul64(queueUnit-frac, uint64(rtt))
+	if cmp128(hi1, lo1, hi2, lo2) >= 0 {
+		whole++
+	}
+	return addSaturatingInt(q, whole)
+}
 
 // pipe is the pipe estimate rounded up, ⌈limit·floor/rtt⌉: by Little's law,
 // the number of the limit's requests that are being served or travelling
@@ -302,34 +376,25 @@ func pipe(limit int, floor, rtt time.Duration) int {
 	return q // q <= limit
 }
 
-// pipeDown is the pipe estimate rounded down, ⌊limit·floor/rtt⌋, or limit
-// when rtt <= floor.
-func pipeDown(limit int, floor, rtt time.Duration) int {
-	if rtt <= floor {
-		return limit
-	}
-	q, _ := pipeDiv(limit, floor, rtt)
-	return q
-}
-
-// queueAbove reports whether the unrounded queue estimate
-// limit − limit·floor/rtt exceeds beta, that is whether
-// limit·floor < (limit−beta)·rtt, compared in 128 bits.
-func queueAbove(limit int, floor, rtt time.Duration, beta int) bool {
-	if limit <= beta || rtt <= floor {
-		return false
-	}
-	hi1, lo1 := bits.Mul64(uint64(limit), uint64(floor))
-	hi2, lo2 := bits.Mul64(uint64(limit-beta), uint64(rtt))
-	return hi1 < hi2 || hi1 == hi2 && lo1 < lo2
-}
-
 // pipeDiv returns limit·floor/rtt as a quotient and a remainder, for
 // floor < rtt.
 func pipeDiv(limit int, floor, rtt time.Duration) (q int, r uint64) {
 	hi, lo := bits.Mul64(uint64(limit), uint64(floor))
 	quo, rem := bits.Div64(hi, lo, uint64(rtt)) // hi < rtt because floor < rtt
 	return int(quo), rem
+}
+
+// inQueueUnits converts a threshold in requests, 0 <= x <=
+// MaxQueueThreshold, to the nearest whole number of 1/queueUnit requests.
+func inQueueUnits(x float64) int64 { return int64(math.Round(x * queueUnit)) }
+
+// addSaturatingInt returns a+b for non-negative ints, or the largest int if
+// that overflows.
+func addSaturatingInt(a, b int) int {
+	if a > maxInt-b {
+		return maxInt
+	}
+	return a + b
 }
 
 // addSaturating returns a+b for non-negative durations, or the largest

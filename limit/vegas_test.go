@@ -2,6 +2,7 @@ package limit
 
 import (
 	"errors"
+	"math"
 	"testing"
 	"time"
 )
@@ -32,30 +33,45 @@ func TestPipe(t *testing.T) {
 	}
 }
 
-func TestPipeDownAndQueueAbove(t *testing.T) {
+func TestFallToAndQueueCmp(t *testing.T) {
 	for _, c := range []struct {
-		limit, beta int
+		limit       int
+		threshold   float64 // requests
 		floor, rtt  time.Duration
-		down        int
-		above       bool
+		fall        int // ⌊pipe + threshold⌋
+		cmp         int // sign(queue − threshold)
 		explanation string
 	}{
-		{10, 2, 50 * ms, 50 * ms, 10, false, "no queue"},
-		{10, 2, 50 * ms, 40 * ms, 10, false, "rtt below floor: no queue"},
-		{7, 2, 50 * ms, 70 * ms, 5, false, "exact: queue 2 is not above 2"},
-		{8, 2, 50 * ms, 70 * ms, 5, true, "pipe 5.71: queue 2.29 is above 2, where ⌈5.71⌉ would say 2"},
-		{4, 2, 43 * ms, 144 * ms, 1, true, "pipe 1.19: queue 2.81"},
-		{2, 2, 1, time.Hour, 0, false, "a limit of beta can have no queue above beta"},
-		{maxInt, 1, time.Hour, 2 * time.Hour, maxInt / 2, true, "no overflow at the largest limit"},
-		{1 << 62, 1 << 60, 3, 4, 3 << 60, false, "exact in 128 bits: queue 2^60 is not above 2^60"},
-		{1 << 62, 1<<60 - 1, 3, 4, 3 << 60, true, "and one less is"},
+		{10, 2, 50 * ms, 50 * ms, 12, -1, "no queue"},
+		{10, 2, 50 * ms, 40 * ms, 12, -1, "rtt below floor: no queue"},
+		{10, 0, 50 * ms, 50 * ms, 10, 0, "no queue against a threshold of none"},
+		{7, 2, 50 * ms, 70 * ms, 7, 0, "exact: queue 2 is not above 2"},
+		{8, 2, 50 * ms, 70 * ms, 7, 1, "pipe 5.71: queue 2.29 is above 2, where ⌈5.71⌉ would say 2"},
+		{4, 2, 43 * ms, 144 * ms, 3, 1, "pipe 1.19: queue 2.81"},
+		{2, 2, 1, time.Hour, 2, -1, "a limit of 2 can have no queue of 2"},
+		// Half requests: the default band.
+		{4, 1.5, 70 * ms, 145 * ms, 3, 1, "pipe 1.93 + 1.5 = 3.43; queue 2.07 above 1.5"},
+		{3, 1.5, 70 * ms, 109 * ms, 3, -1, "queue 1.07 below 1.5"},
+		{3, 0.5, 70 * ms, 109 * ms, 2, 1, "and above 0.5: pipe 1.93 + 0.5 = 2.43"},
+		{4, 1.5, 50 * ms, 80 * ms, 4, 0, "pipe 2.5 + 1.5 = 4 exactly: queue 1.5 is not above 1.5"},
+		{4, 0.5, 1, 2, 2, 1, "fractions adding to a whole: ⌊2 + 0.5⌋"},
+		{3, 0.5, 1, 2, 2, 1, "and not: ⌊1.5 + 0.5⌋ = 2"},
+		{maxInt, 1, time.Hour, 2 * time.Hour, maxInt/2 + 1, 1, "no overflow at the largest limit"},
+		{maxInt, MaxQueueThreshold, 1, time.Duration(1<<63 - 1), MaxQueueThreshold + 1, 1, "nor the largest durations and threshold: pipe exactly 1"},
+		{1 << 62, 1, 3, 4, 3<<60 + 1, 1, "exact in 128 bits: queue 2^60 is above 1"},
+		{1 << 30, 1 << 20, 3, 4, 3<<28 + 1<<20, 1, "queue 2^28 above 2^20"},
+		{1 << 22, 1 << 20, 3, 4, 3<<20 + 1<<20, 0, "queue 2^20 is 2^20"},
 	} {
-		if got := pipeDown(c.limit, c.floor, c.rtt); got != c.down {
-			t.Errorf("%s: pipeDown(%d, %v, %v) = %d, want %d", c.explanation, c.limit, c.floor, c.rtt, got, c.down)
+		th := inQueueUnits(c.threshold)
+		if got := fallTo(c.limit, c.floor, c.rtt, th); got != c.fall {
+			t.Errorf("%s: fallTo(%d, %v, %v, %v) = %d, want %d", c.explanation, c.limit, c.floor, c.rtt, c.threshold, got, c.fall)
 		}
-		if got := queueAbove(c.limit, c.floor, c.rtt, c.beta); got != c.above {
-			t.Errorf("%s: queueAbove(%d, %v, %v, %d) = %v, want %v", c.explanation, c.limit, c.floor, c.rtt, c.beta, got, c.above)
+		if got := queueCmp(c.limit, c.floor, c.rtt, th); got != c.cmp {
+			t.Errorf("%s: queueCmp(%d, %v, %v, %v) = %d, want %d", c.explanation, c.limit, c.floor, c.rtt, c.threshold, got, c.cmp)
 		}
+	}
+	if got := fallTo(maxInt, 1, 1, inQueueUnits(2)); got != maxInt {
+		t.Errorf("fallTo saturates: %d", got)
 	}
 }
 
@@ -70,6 +86,9 @@ func TestBackoff(t *testing.T) {
 }
 
 func TestDecide(t *testing.T) {
+	// Alpha 1 and Beta 2, whole requests: the band of the cases below.
+	// TestDecideDefaultBand has the defaults'.
+	one, two := inQueueUnits(1), inQueueUnits(2)
 	b := Bounds{Min: 2, Max: 64, Start: 4}
 	for _, c := range []struct {
 		name          string
@@ -114,22 +133,49 @@ func TestDecide(t *testing.T) {
 		if mean == 0 {
 			mean = c.rtt
 		}
-		got, ss := decide(c.limit, c.slowStart, c.floor, c.rtt, mean, c.inFlight, 1, 2, b)
+		got, ss := decide(c.limit, c.slowStart, c.floor, c.rtt, mean, c.inFlight, one, two, b)
 		if got != c.want || ss != c.wantSlowStart {
 			t.Errorf("%s: decide = %d, %v; want %d, %v", c.name, got, ss, c.want, c.wantSlowStart)
 		}
 	}
 	// The one case above whose limit falls under Min with these bounds.
-	if got, _ := decide(10, false, 10*ms, time.Hour, time.Hour, 10, 1, 2, Bounds{Min: 4, Max: 64, Start: 4}); got != 4 {
+	if got, _ := decide(10, false, 10*ms, time.Hour, time.Hour, 10, one, two, Bounds{Min: 4, Max: 64, Start: 4}); got != 4 {
 		t.Errorf("clamped to min: %d", got)
 	}
 	// Huge bounds: doubling and adding one saturate at Max.
 	huge := Bounds{Min: 1, Max: maxInt, Start: 1}
-	if got, _ := decide(maxInt/2+1, true, 1, 1, 1, maxInt, 1, 2, huge); got != maxInt {
+	if got, _ := decide(maxInt/2+1, true, 1, 1, 1, maxInt, one, two, huge); got != maxInt {
 		t.Errorf("doubling near maxInt: %d", got)
 	}
-	if got, _ := decide(maxInt, false, 1, 1, 1, maxInt, 1, 2, huge); got != maxInt {
+	if got, _ := decide(maxInt, false, 1, 1, 1, maxInt, one, two, huge); got != maxInt {
 		t.Errorf("adding one at maxInt: %d", got)
+	}
+}
+
+// TestDecideDefaultBand: the default band, half a request to one and a half,
+// at a peer with one worker that serves a request in 36.4ms, 70ms from us
+// when idle (the capacity experiment's peer p13). Its pipe is 1.93 requests;
+// a limit of 3 keeps its worker busy with 1.07 requests waiting, 39ms; a
+// limit of 4 would make every request wait two service times and more.
+func TestDecideDefaultBand(t *testing.T) {
+	alpha, beta := inQueueUnits(DefaultAlpha), inQueueUnits(DefaultAlpha+1)
+	b := Bounds{Min: 1, Max: 256, Start: 4}
+	for _, c := range []struct {
+		name       string
+		limit      int
+		floor, rtt time.Duration
+		want       int
+	}{
+		{"queue 2.07 > 1.5: ⌊1.93 + 1.5⌋", 4, 70 * ms, 145600 * time.Microsecond, 3},
+		{"queue 1.07 in the band: hold", 3, 70 * ms, 109200 * time.Microsecond, 3},
+		{"queue 0.08 < 0.5: one more", 2, 70 * ms, 72800 * time.Microsecond, 3},
+		{"queue 0.5 = alpha: hold", 2, 60 * ms, 80 * ms, 2},
+		{"queue 1.5 = beta: hold", 6, 75 * ms, 100 * ms, 6},
+		{"queue 1.56 > beta: ⌊5.44 + 1.5⌋", 7, 70 * ms, 90 * ms, 6},
+	} {
+		if got, _ := decide(c.limit, false, c.floor, c.rtt, c.rtt, c.limit, alpha, beta, b); got != c.want {
+			t.Errorf("%s: decide = %d, want %d", c.name, got, c.want)
+		}
 	}
 }
 
@@ -139,12 +185,19 @@ func TestNewVegas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Limit() != 4 || v.Floor() != 0 || v.alpha != 1 || v.beta != 2 || v.probeEvery != DefaultProbeEvery {
+	if v.Limit() != 4 || v.Floor() != 0 || v.alpha != queueUnit/2 || v.beta != 3*queueUnit/2 || v.probeEvery != DefaultProbeEvery {
 		t.Errorf("defaults: limit %d floor %v alpha %d beta %d probe %d", v.Limit(), v.Floor(), v.alpha, v.beta, v.probeEvery)
 	}
 	v, err = NewVegas(VegasConfig{Bounds: good, Alpha: 3, ProbeEvery: -1})
-	if err != nil || v.alpha != 3 || v.beta != 6 || v.probeEvery != -1 {
+	if err != nil || v.alpha != 3*queueUnit || v.beta != 4*queueUnit || v.probeEvery != -1 {
 		t.Errorf("alpha 3: %v, beta %d", err, v.beta)
+	}
+	v, err = NewVegas(VegasConfig{Bounds: good, Alpha: 0.25, Beta: 0.3})
+	if err != nil || v.alpha != 256 || v.beta != 307 {
+		t.Errorf("alpha 0.25, beta 0.3: %v, alpha %d beta %d (in 1/1024 requests)", err, v.alpha, v.beta)
+	}
+	if _, err = NewVegas(VegasConfig{Bounds: good, Alpha: MaxQueueThreshold, Beta: MaxQueueThreshold}); err != nil {
+		t.Errorf("the largest thresholds: %v", err)
 	}
 	for name, c := range map[string]struct {
 		cfg  VegasConfig
@@ -154,7 +207,11 @@ func TestNewVegas(t *testing.T) {
 		"negative alpha": {VegasConfig{Bounds: good, Alpha: -1}, ErrBadConfig},
 		"negative beta":  {VegasConfig{Bounds: good, Beta: -1}, ErrBadConfig},
 		"beta < alpha":   {VegasConfig{Bounds: good, Alpha: 3, Beta: 2}, ErrBadConfig},
-		"huge alpha":     {VegasConfig{Bounds: good, Alpha: maxInt}, ErrBadConfig},
+		"huge alpha":     {VegasConfig{Bounds: good, Alpha: MaxQueueThreshold + 1}, ErrBadConfig},
+		"huge beta":      {VegasConfig{Bounds: good, Beta: MaxQueueThreshold + 1}, ErrBadConfig},
+		"NaN alpha":      {VegasConfig{Bounds: good, Alpha: math.NaN()}, ErrBadConfig},
+		"NaN beta":       {VegasConfig{Bounds: good, Beta: math.NaN()}, ErrBadConfig},
+		"infinite beta":  {VegasConfig{Bounds: good, Beta: math.Inf(1)}, ErrBadConfig},
 	} {
 		if _, err := NewVegas(c.cfg); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
@@ -196,8 +253,11 @@ func newVegas(t *testing.T, cfg VegasConfig) *Vegas {
 	return v
 }
 
+// The scripts below use a band of whole requests, Alpha 1 and Beta 2, to keep
+// their arithmetic easy to follow; TestDecide covers the default band.
+
 func TestVegasSlowStartThenQueue(t *testing.T) {
-	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 4}, ProbeEvery: -1})
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 4}, Alpha: 1, Beta: 2, ProbeEvery: -1})
 	run(t, v, []step{
 		{n: 3, s: answered(50*ms, 4), limit: 4, floor: 50 * ms, otherwise: "mid-round: nothing moves"},
 		{s: answered(50*ms, 4), limit: 8, floor: 50 * ms, otherwise: "a round of 4 at the floor doubles"},
@@ -269,7 +329,7 @@ func TestVegasNoAnswerNoDecision(t *testing.T) {
 }
 
 func TestVegasProbeRemeasuresFloor(t *testing.T) {
-	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 10}, ProbeEvery: 2})
+	v := newVegas(t, VegasConfig{Bounds: Bounds{Min: 1, Max: 100, Start: 10}, Alpha: 1, Beta: 2, ProbeEvery: 2})
 	v.slowStart = false // start in congestion avoidance to keep the script short
 	run(t, v, []step{
 		{n: 10, s: answered(50*ms, 10), limit: 11, floor: 50 * ms, otherwise: "deciding round 1"},
