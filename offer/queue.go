@@ -7,7 +7,9 @@ import (
 )
 
 // Queue holds waiting senders in the order they are offered channels: higher
-// priority first, and first come, first served within a priority. A sender
+// priority first, and first come, first served within a priority, except
+// that a priority level passed over too often takes its turn (see
+// SetPassOverLimit). A sender
 // that declines an offer keeps its place but is passed over until a channel
 // opens that it has not been offered; a held sender (its offer closed with
 // sends still in progress) keeps its place but is passed over until they end;
@@ -23,6 +25,8 @@ type Queue struct {
 	free   []int32
 	levels []level // one per priority in use, highest priority first
 	n      int
+	// passOverLimit is K of SetPassOverLimit; 0 means strict priorities.
+	passOverLimit int
 }
 
 type queueNode struct {
@@ -39,7 +43,32 @@ type queueNode struct {
 type level struct {
 	priority   int
 	head, tail int32
+	// passedOver counts the offers made to higher levels while this one
+	// waited, since its own last offer, up to the pass-over limit.
+	passedOver int
 }
+
+// SetPassOverLimit bounds starvation. An offer made to a sender because its
+// level comes first by priority passes over every level below that has
+// senders waiting; once a level has been passed over k times since its last
+// offer, it is starving, and the next offer goes to its first sender that
+// may be offered channels, ahead of the higher levels (the highest starving
+// level first). An offer to a starving level passes no one over, so
+// starvation does not feed on itself. A level whose senders may not be
+// offered anything yet (declined, held, class full) stays starving until one
+// may. k <= 0 means strict priorities, the zero Queue's: a lower level waits
+// while any higher one has a sender to offer to.
+//
+// The bounds, with n levels in use. A level's first sender that may be
+// offered channels gets an offer within k + 2n − 1 offers: at most k pass it
+// over before it starves, and each other level takes at most one offer it
+// had saved up by starving earlier and, if above it, one more once both
+// starve. And over a long run in which the highest level always has a
+// sender to offer to, it keeps at least k/(k+n−1) of the offers: each level
+// below takes at most one for every k that pass it over, which go to the
+// highest level. With two levels: within k + 3 offers (k + 1 once the low
+// level has had its first), and k/(k+1) of them.
+func (q *Queue) SetPassOverLimit(k int) { q.passOverLimit = max(k, 0) }
 
 // Push adds s, of no class, at the back of its priority and returns its
 // ticket.
@@ -131,24 +160,72 @@ func (q *Queue) Hold(t Ticket) {
 	}
 }
 
-// Next returns the first sender in queue order that has not declined an offer
-// since the openings count last changed and, if it has a class, whose class
-// pass admits (every sender's class must be one of pass's; pass may be nil
-// when no sender has a class). One call is one pass in the sense of
-// limit.Pass: a class found full is not checked again for the senders behind
-// it, at that priority or lower ones; the caller resets pass between calls.
+// Next returns the sender the next offer goes to: the first sender of the
+// highest starving level (see SetPassOverLimit) that may be offered
+// channels, or else the first in queue order that may. A sender may be
+// offered channels if it is not held, has not declined an offer since the
+// openings count last changed and, if it has a class, its class pass admits
+// (every sender's class must be one of pass's; pass may be nil when no
+// sender has a class). One call is one pass in the sense of limit.Pass: a
+// class found full is not checked again for the senders behind it, at that
+// priority or lower ones; the caller resets pass between calls. Next changes
+// nothing but pass; the caller calls Offered once it makes the offer.
 func (q *Queue) Next(openings uint64, pass *limit.Pass) (Ticket, Sender, bool) {
-	for _, lv := range q.levels {
-		for slot := lv.head; slot >= 0; {
-			node := &q.nodes[slot]
-			if !node.held && (!node.declined || node.declinedAt < openings) &&
-				(node.class == 0 || admits(pass, node.class)) {
-				return makeTicket(node.generation, slot), node.sender, true
-			}
-			slot = node.next
+	chosen := int32(-1)
+	for i := range q.levels {
+		lv := &q.levels[i]
+		starving := q.passOverLimit > 0 && lv.passedOver >= q.passOverLimit
+		if chosen >= 0 && !starving {
+			continue // only a starving level can come before the one found
+		}
+		slot := q.firstOffered(lv.head, openings, pass)
+		if slot < 0 {
+			continue
+		}
+		chosen = slot
+		if starving {
+			break
 		}
 	}
-	return 0, nil, false
+	if chosen < 0 {
+		return 0, nil, false
+	}
+	node := &q.nodes[chosen]
+	return makeTicket(node.generation, chosen), node.sender, true
+}
+
+// firstOffered returns the first slot from slot on in its level whose sender
+// may be offered channels, or -1.
+func (q *Queue) firstOffered(slot int32, openings uint64, pass *limit.Pass) int32 {
+	for ; slot >= 0; slot = q.nodes[slot].next {
+		node := &q.nodes[slot]
+		if !node.held && (!node.declined || node.declinedAt < openings) &&
+			(node.class == 0 || admits(pass, node.class)) {
+			return slot
+		}
+	}
+	return -1
+}
+
+// Offered records that an offer went to the sender named t, as Next chose.
+// If its level was starving, the level's pass-over count starts again from
+// zero; otherwise every level below it is passed over once more. It does
+// nothing if t is not waiting or the queue has strict priorities.
+func (q *Queue) Offered(t Ticket) {
+	_, node := q.lookup(t)
+	if node == nil || q.passOverLimit == 0 {
+		return
+	}
+	i := q.levelIndex(node.priority)
+	if q.levels[i].passedOver >= q.passOverLimit {
+		q.levels[i].passedOver = 0
+		return
+	}
+	for j := i + 1; j < len(q.levels); j++ {
+		if lv := &q.levels[j]; lv.passedOver < q.passOverLimit {
+			lv.passedOver++
+		}
+	}
 }
 
 func admits(pass *limit.Pass, class int32) bool {

@@ -844,10 +844,14 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 			in.next()
 		}
 		cfg := Config{
-			MaxSenders:       [4]int{0, 2, 3, 5}[in.next()%4],
-			MaxRequests:      [4]int{0, 0, 2, 4}[in.next()%4],
-			MaxOfferChannels: int(in.next() % 4),
+			MaxSenders:  [4]int{0, 2, 3, 5}[in.next()%4],
+			MaxRequests: [4]int{0, 0, 2, 4}[in.next()%4],
 		}
+		// The third byte's low bits cap offers; its next bits set the
+		// pass-over limit: the default (too large for most programs to
+		// reach), 1, 2, or strict priorities.
+		b := in.next()
+		cfg.MaxOfferChannels, cfg.PassOverLimit = int(b%4), [4]int{0, 1, 2, -1}[b>>2%4]
 		if extended {
 			cfg.Budget.MaxInFlight = [4]int{0, 1, 2, 4}[in.next()%4]
 			if b := in.next(); b%4 >= 2 {
@@ -1078,6 +1082,14 @@ var fuzzSeeds = [][]byte{
 	// Fairness: senders of three priorities wait, then channels open.
 	program(0, 0, 0, scheduleOp(0, 0, 3), scheduleOp(3, 0, 3), scheduleOp(1, 1, 0, 0, 0),
 		scheduleOp(3, 2, 3<<5), connectOp(1, 3), connectOp(2, 1), advanceOp(6), advanceOp(6)),
+	// Starvation bounded: while a high-priority request holds the one
+	// channel, a low-priority sender and two more high ones wait; with a
+	// pass-over limit of 1 (offer byte 1<<2) the low one gets the second
+	// channel to open, with strict priorities (3<<2) the last.
+	program(0, 0, 1<<2, connectOp(1, 1), scheduleOp(3, 0, 0), scheduleOp(0, 0, 0), scheduleOp(3, 0, 0),
+		scheduleOp(3, 0, 0), deliverOp(0), deliverOp(1), deliverOp(2), deliverOp(3)),
+	program(0, 0, 3<<2, connectOp(1, 1), scheduleOp(3, 0, 0), scheduleOp(0, 0, 0), scheduleOp(3, 0, 0),
+		scheduleOp(3, 0, 0), deliverOp(0), deliverOp(1), deliverOp(2), deliverOp(3)),
 	// The host answers, then the scheduler stops, while the request is sent.
 	program(0, 0, 0, connectOp(1, 1, 6, 1, opByte(opDeliver), 0, opByte(opStop), 0), scheduleOp(0, 0, 0)),
 	// The peer disconnects while its request is sent, then reconnects and answers.
@@ -1181,7 +1193,8 @@ const extendedMarker = 0xff
 
 func opByte(op int) byte { return byte(slices.Index(opTable[:], op)) }
 
-// program writes the three bytes of the Config, then the operations.
+// program encodes a program: the caps' bytes (maxOffer also carries the
+// pass-over limit in bits 2-3: the default, 1, 2, strict) and the operations.
 func program(maxSenders, maxRequests, maxOffer byte, ops ...[]byte) []byte {
 	return slices.Concat(append([][]byte{{maxSenders, maxRequests, maxOffer}}, ops...)...)
 }

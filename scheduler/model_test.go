@@ -92,9 +92,15 @@ type model struct {
 	peers    map[peer.ID]*mPeer
 	openings uint64 // channel openings so far, a connect counting as one
 
-	queue   []*mSender // waiting senders, in the order they are offered channels
+	queue   []*mSender // waiting senders, in priority order, first come first within one
 	tickets offer.Ticket
-	offer   *mOffer // the current or last offer
+	// passOverLimit is K of Config.PassOverLimit, 0 for strict priorities;
+	// passedOver counts, by priority, how often the level was passed over
+	// since its last offer (up to K). A level's count starts at zero when
+	// its first sender arrives.
+	passOverLimit int
+	passedOver    map[int]int
+	offer         *mOffer // the current or last offer
 	// undecided are the offers whose sender's exit is open: the running
 	// one, and those that ended with sends in progress.
 	undecided []*mOffer
@@ -214,6 +220,13 @@ func newModel(cfg Config) *model {
 		m.maxRequests = DefaultMaxRequests
 	}
 	m.budget = cfg.Budget
+	m.passedOver = map[int]int{}
+	switch {
+	case cfg.PassOverLimit == 0:
+		m.passOverLimit = DefaultPassOverLimit
+	case cfg.PassOverLimit > 0:
+		m.passOverLimit = cfg.PassOverLimit
+	}
 	for _, c := range cfg.Classes {
 		m.classes = append(m.classes, mClass{name: c.Name, limit: c.Limit, parent: -1})
 	}
@@ -367,7 +380,7 @@ func (m *model) offerNext() bool {
 	if m.stopped || m.open() == 0 {
 		return false
 	}
-	i := slices.IndexFunc(m.queue, m.mayBeOffered)
+	i := m.nextSender()
 	if i < 0 {
 		return false
 	}
@@ -379,6 +392,7 @@ func (m *model) offerNext() bool {
 		return false
 	}
 	snd, openings := m.queue[i], m.openings
+	m.passOver(snd.priority)
 	room = min(room, m.classRoom(snd.class))
 	size := 1
 	if len(m.queue) == 1 {
@@ -399,6 +413,42 @@ func (m *model) offerNext() bool {
 	}
 	m.settle(o)
 	return true
+}
+
+// nextSender returns the index of the sender the next offer goes to: the
+// first that may be offered channels in the highest starving level (passed
+// over K times), or else the first that may be; -1 if none may.
+func (m *model) nextSender() int {
+	first := slices.IndexFunc(m.queue, m.mayBeOffered)
+	if first < 0 || m.passOverLimit == 0 {
+		return first
+	}
+	for i := first; i < len(m.queue); i++ {
+		if s := m.queue[i]; m.passedOver[s.priority] >= m.passOverLimit && m.mayBeOffered(s) {
+			return i
+		}
+	}
+	return first
+}
+
+// passOver records an offer to a sender of the given priority: a starving
+// level's count starts again; an offer to any other passes over every lower
+// level with senders waiting.
+func (m *model) passOver(priority int) {
+	if m.passOverLimit == 0 {
+		return
+	}
+	if m.passedOver[priority] >= m.passOverLimit {
+		m.passedOver[priority] = 0
+		return
+	}
+	seen := map[int]bool{}
+	for _, s := range m.queue {
+		if p := s.priority; p < priority && !seen[p] {
+			seen[p] = true
+			m.passedOver[p] = min(m.passedOver[p]+1, m.passOverLimit)
+		}
+	}
 }
 
 // settle decides the exit of the sender of o, closed with no send in progress.
@@ -568,6 +618,9 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 		return 0, ErrTooManySenders
 	}
 	m.tickets++
+	if !slices.ContainsFunc(m.queue, func(w *mSender) bool { return w.priority == priority }) {
+		m.passedOver[priority] = 0 // a new level
+	}
 	t, at := m.tickets, len(m.queue)
 	for at > 0 && m.queue[at-1].priority < priority {
 		at--

@@ -81,6 +81,7 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 		size = min(s.pool.Open(), room)
 	}
 	s.choices = s.pool.Best(s.choices[:0], s.maxOffer)
+	s.queue.Offered(t)
 	return snd, s.book.Open(t, snd, openings, s.choices, size), true
 }
 

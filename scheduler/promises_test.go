@@ -1297,3 +1297,77 @@ func TestPromise17_ClassBooking(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknownClass, "no classes are declared")
 	s.Stop()
 }
+
+// TestPromise18_NoStarvation: under a continuous high-priority stream that
+// keeps every channel busy, a low-priority sender is offered a channel
+// within the documented bound (Config.PassOverLimit + 1 offers for a level
+// that has not been passed over before, PassOverLimit + 3 at worst with two
+// levels), and the high priority keeps its documented share,
+// PassOverLimit/(PassOverLimit+1) of the offers; with strict priorities the
+// low sender waits as long as the stream lasts.
+func TestPromise18_NoStarvation(t *testing.T) {
+	const offers = 800
+	// run keeps two senders of priority 5 waiting at all times (each that
+	// sends is replaced), and one of priority 0 if lowStream, else a single
+	// low sender; one channel, so every answer makes exactly one offer. It
+	// returns the priority of each offer's sender, in order.
+	run := func(cfg Config, lowStream bool) []int {
+		var order []int
+		inBubble(t, cfg, func(w *world) {
+			rec := newOutcomes()
+			var ids []receiver.RequestID
+			var stream func(priority int, again bool) *script
+			stream = func(priority int, again bool) *script {
+				return &script{onOffer: func(o offer.Offer) {
+					id, err := o.Request(0, "x", rec, time.Hour)
+					require.NoError(t, err)
+					ids = append(ids, id)
+					order = append(order, priority)
+					if again {
+						_, err = w.s.Schedule(stream(priority, again), priority)
+						require.NoError(t, err)
+					}
+				}}
+			}
+			for _, p := range []int{0, 5, 5} {
+				_, err := w.s.Schedule(stream(p, p == 5 || lowStream), p)
+				require.NoError(t, err)
+			}
+			w.connect("A", 1)
+			for len(order) < offers {
+				id := ids[len(order)-1]
+				require.NoError(t, w.s.Deliver("A", id, "ok"))
+			}
+		})
+		return order
+	}
+	k := DefaultPassOverLimit
+
+	order := run(Config{}, false)
+	first := slices.Index(order, 0)
+	require.Equal(t, k, first, "the low sender gets the offer after %d to the high stream: %v", k, order[:first+1])
+	require.LessOrEqual(t, first+1, k+3, "the documented bound for two levels")
+
+	order = run(Config{}, true)
+	high, last := 0, -1
+	for i, p := range order {
+		if p == 5 {
+			high++
+			continue
+		}
+		require.LessOrEqual(t, i-last, k+3, "offer %d: the low stream waited longer than the bound", i)
+		last = i
+	}
+	share := float64(high) / float64(len(order))
+	require.GreaterOrEqual(t, share, float64(k)/float64(k+1), "the high stream's share")
+	require.Less(t, share, 1.0)
+
+	// A smaller limit, a quicker turn.
+	order = run(Config{PassOverLimit: 2}, false)
+	require.Equal(t, 2, slices.Index(order, 0))
+
+	// Strict priorities: the low sender starves for as long as the stream
+	// lasts.
+	order = run(Config{PassOverLimit: -1}, false)
+	require.NotContains(t, order, 0)
+}

@@ -48,7 +48,9 @@
 //     that senders name in ScheduleWith, in a tree.
 //
 // An offer lists the peers' open channels, and its size never exceeds what
-// the budget and the sender's class allow at that moment.
+// the budget and the sender's class allow at that moment. Offers go to
+// higher priorities first, but a priority level passed over
+// Config.PassOverLimit times takes its turn, so none starves.
 //
 // # Locks
 //
@@ -80,6 +82,10 @@ import (
 const (
 	DefaultMaxSenders  = 1 << 20
 	DefaultMaxRequests = 1 << 22
+	// DefaultPassOverLimit is Config.PassOverLimit's default: with two
+	// priorities in use, the lower one is offered a channel within 10 offers
+	// and the higher keeps 7 in 8.
+	DefaultPassOverLimit = 7
 	// MaxRequestsLimit is the largest MaxRequests accepted: request IDs keep
 	// a slot number in 32 bits, and notifications need slots too.
 	MaxRequestsLimit = 1<<31 - 2
@@ -102,6 +108,16 @@ type Config struct {
 	// MaxOfferChannels caps how many channels one offer lists (N). 0 means
 	// every open channel.
 	MaxOfferChannels int
+	// PassOverLimit bounds how long a lower priority waits while higher ones
+	// keep senders waiting (offer.Queue.SetPassOverLimit has the rule and
+	// its bounds): after a priority level with waiting senders has been
+	// passed over this many times for higher ones, it gets the next offer.
+	// With two priorities in use, the lower is offered a channel within
+	// PassOverLimit + 3 offers and the higher keeps PassOverLimit/(
+	// PassOverLimit+1) of them. 0 means DefaultPassOverLimit; a negative
+	// value means strict priorities, under which a lower priority waits as
+	// long as a higher one has senders to offer to.
+	PassOverLimit int
 	// InlineCallbacks runs callbacks on the goroutine whose call found none
 	// running, instead of on a goroutine of the scheduler's (see the package
 	// documentation). Simulations on a mock clock set it so that a run
@@ -261,6 +277,12 @@ func New(cfg Config) (*Scheduler, error) {
 		s.maxRequests = DefaultMaxRequests
 	}
 	s.table.SetIDRange(cfg.RequestIDs)
+	switch {
+	case cfg.PassOverLimit == 0:
+		s.queue.SetPassOverLimit(DefaultPassOverLimit)
+	case cfg.PassOverLimit > 0:
+		s.queue.SetPassOverLimit(cfg.PassOverLimit)
+	}
 	if classes != nil {
 		s.pass = classes.NewPass()
 	}
@@ -382,7 +404,8 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 }
 
 // Schedule puts snd in the queue of waiting senders, behind those of the same
-// or higher priority and ahead of those of lower priority, and returns a
+// or higher priority and ahead of those of lower priority (which a higher
+// priority passes only so often: see Config.PassOverLimit), and returns a
 // ticket to withdraw it with. snd may be offered channels before Schedule
 // returns. It fails, changing nothing, with ErrNilSender, ErrTooManySenders or
 // ErrStopped.
