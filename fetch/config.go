@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/rto"
 )
 
 // Defaults for the zero fields of Config.
@@ -88,7 +89,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Root == (ledger.Hash{}) {
 		return c, fmt.Errorf("%w: no root hash", ErrBadConfig)
 	}
-	if c.Batch < 0 || c.Batch > MaxBatch || c.Timeout < 0 || c.MinTimeout < 0 || c.StallTimeout < 0 ||
+	if c.Batch < 0 || c.Batch > MaxBatch || c.Timeout < 0 || c.Timeout > rto.MaxDeadline || c.MinTimeout < 0 || c.StallTimeout < 0 ||
 		c.ProgressEvery < 0 || c.Expected < 0 || c.SetSize < 0 {
 		return c, fmt.Errorf("%w: batch %d (max %d), timeout %v, stall %v, progress %v, expected %d, set %d",
 			ErrBadConfig, c.Batch, MaxBatch, c.Timeout, c.StallTimeout, c.ProgressEvery, c.Expected, c.SetSize)

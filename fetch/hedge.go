@@ -10,6 +10,7 @@ import (
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/rto"
 )
 
 // Hedging. At the end of a fetch no hash waits to be asked, the channels that
@@ -45,11 +46,11 @@ func (h *hedgeTimer) stopLocked() {
 // answer has come (the first request of all may have gone to a peer that
 // never answers).
 func (b *bulk) hedgeAfterLocked() time.Duration {
-	d, ok := b.tally.rto.timeout(0, b.cfg.Timeout)
+	srtt, rttvar, ok := b.timing.(*rto.Estimator).Pool()
 	if !ok {
 		return b.cfg.MinTimeout
 	}
-	return d
+	return min(srtt+4*rttvar, b.cfg.Timeout)
 }
 
 // oldestLocked returns the oldest request in flight, sent at least after

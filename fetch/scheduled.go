@@ -326,7 +326,7 @@ func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 // leads to to, and reports whether the host took it.
 func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.Hash, hedge bool) bool {
 	r := &request{b: b, to: to, hashes: hashes, sentAt: b.cfg.Clock.Now(), hedged: hedge}
-	timeout := b.tally.timeout(b.tally.peer(to), b.cfg.MinTimeout, b.cfg.Timeout)
+	_, timeout := b.timing.Deadlines(to)
 	id, err := o.Request(i, ledger.GetObjects{Hashes: hashes}, r, timeout)
 	if err != nil {
 		return false
