@@ -34,7 +34,7 @@ func TestARefusalPutsTheHashesBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request)}
+		b := newBulk(cfg, s)
 		b.mu.Lock()
 		b.beginLocked(clk.Now())
 		b.mu.Unlock()

@@ -149,6 +149,13 @@ func (s *state) failedLocked(asked []ledger.Hash, from peer.ID, why failKind) {
 	p.failures++
 	switch why {
 	case failTimeout:
+		// Not Expired: the policy's back-off would make the peer's next
+		// requests wait longer, but a request here times out mostly
+		// because a peer dropped it (a full queue, a lost or spoofed
+		// answer), and waiting longer for the next one only delays its
+		// retry (in the capacity experiment, fixed 32 channels took 2.96s
+		// with it instead of 2.33s). The streak deals with a peer that
+		// stops answering.
 		t.timeouts++
 		p.streak++
 	case failDisconnected:
