@@ -242,7 +242,8 @@ func (b *bulk) wakeLocked() {
 // a few.) A retry avoids the peers that failed it unless no other peer has a
 // request of the fetch in flight, so none may offer a channel soon. A
 // suspect peer (see suspectStreak) gets a probe of one hash at a time. When
-// nothing waits, the channels left hedge the oldest requests (see hedge.go).
+// nothing waits, the channels left hedge the requests past their soft
+// deadlines, as the hedge budget allows (see hedge.go).
 // Implements offer.Sender.
 func (b *bulk) OnOffer(o offer.Offer) {
 	b.mu.Lock()
