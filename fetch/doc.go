@@ -10,7 +10,14 @@
 //     each, and schedules a continuation while work remains. Failed requests
 //     (timeout, disconnect, a response of the wrong type) and missing or bad
 //     objects are asked again, preferring a peer other than the one that
-//     failed them.
+//     failed them. Each request's deadlines come from the library's timeout
+//     policy (package rto: the hard one is its peer's RFC 6298 timeout
+//     within [MinTimeout, Timeout], the soft one its peer's p95-like
+//     response time); at the tail, when nothing waits to be asked, a
+//     request past its soft deadline is hedged, asked again of another
+//     peer, as far as the library's hedge budget allows (package hedge, 5%
+//     of the requests by default). Which request to hedge, and when to wake
+//     up for it, is the fetch's own; the arithmetic is the library's.
 //   - Peerset is the pattern the scheduler replaces, kept for comparison: a
 //     fixed set of two peers, widened by one only after a request times out,
 //     with its own request IDs and its own timer per request, sending straight

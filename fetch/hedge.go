@@ -9,21 +9,23 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/offer"
-	"github.com/peersched/peersched/peer"
 )
 
 // Hedging. At the end of a fetch no hash waits to be asked, the channels that
 // open have nothing to carry, and the fetch waits for its slowest requests:
 // a whole timeout if an answer was lost or spoofed. So once nothing waits, a
-// request that has been out longer than the fetch's response-time estimate
-// (see hedgeAfterLocked) is asked again of another, healthy peer, once; the
-// first answer that verifies wins, the other is ignored. The extra load is
-// small: it happens only at the tail, and each request is hedged at most
-// once.
+// request past its soft deadline (its peer's p95-like response time, from
+// the timeout policy, package rto) is asked again of another, healthy peer,
+// once; the first answer that verifies wins, the other is ignored. The extra
+// load is small: it happens only at the tail, each request is hedged at most
+// once, and the hedge budget (package hedge) caps the hedges at a share of
+// the fetch's requests, Config.HedgesPerThousand.
 //
 // At the tail the sender may not be in the queue, or may have declined its
 // last offer, and no channel may be about to open; so a timer brings the
-// sender back when the oldest request becomes worth hedging.
+// sender back when the first request not yet hedged passes its soft
+// deadline. (When the scheduler can tell a receiver that its request is
+// slow, that callback will replace the timer.)
 
 // hedgeTimer is the one timer that wakes the sender for hedging.
 type hedgeTimer struct {
@@ -40,41 +42,35 @@ func (h *hedgeTimer) stopLocked() {
 	h.gen++
 }
 
-// hedgeAfterLocked returns how long a request must have been out to be
-// hedged: the estimate over every peer's answers, or MinTimeout while no
-// answer has come (the first request of all may have gone to a peer that
-// never answers).
-func (b *bulk) hedgeAfterLocked() time.Duration {
-	d, ok := b.tally.rto.timeout(0, b.cfg.Timeout)
-	if !ok {
-		return b.cfg.MinTimeout
-	}
-	return d
-}
-
-// oldestLocked returns the oldest request in flight, sent at least after
-// ago, that is not a hedge, has not been hedged, and did not go to p (which
-// may be empty); or nil.
-func (b *bulk) oldestLocked(now time.Time, after time.Duration, p peer.ID) *request {
-	var oldest *request
+// firstSlowLocked returns the request in flight that is not a hedge and has
+// not been hedged whose soft deadline comes first (by ID among equals), or
+// nil.
+func (b *bulk) firstSlowLocked() *request {
+	var first *request
 	for _, r := range b.inFlight {
-		if r.hedged || r.to == p || now.Sub(r.sentAt) < after {
+		if r.hedged {
 			continue
 		}
-		if oldest == nil || r.sentAt.Before(oldest.sentAt) || (r.sentAt.Equal(oldest.sentAt) && r.id < oldest.id) {
-			oldest = r
+		if first == nil || slowerFirst(r, first) < 0 {
+			first = r
 		}
 	}
-	return oldest
+	return first
 }
 
-// hedgeLocked hedges the oldest requests worth it on the channels of o not
-// used yet, healthy peers first, and returns how many it sent. Each channel
-// takes the oldest request worth it that did not go to the channel's peer;
-// the requests are ranked once per offer, not once per channel, because an
-// offer at the tail can list every channel of a pool of busy peers.
+// slowerFirst orders requests by soft deadline, then ID: the order in which
+// they became slow.
+func slowerFirst(x, y *request) int {
+	return cmp.Or(x.slowAt.Compare(y.slowAt), cmp.Compare(x.id, y.id))
+}
+
+// hedgeLocked hedges the slow requests on the channels of o not used yet,
+// healthy peers first, as far as the budget allows, and returns how many it
+// sent. Each channel takes the first slow request that did not go to the
+// channel's peer; the requests are ranked once per offer, not once per
+// channel, because an offer at the tail can list every channel of a pool of
+// busy peers.
 func (b *bulk) hedgeLocked(o offer.Offer, now time.Time) int {
-	after := b.hedgeAfterLocked()
 	var ranked []*request // built when the first channel needs it
 	first := 0            // ranked[:first] are all hedged now
 	sent := 0
@@ -87,7 +83,7 @@ func (b *bulk) hedgeLocked(o offer.Offer, now time.Time) int {
 			continue
 		}
 		if ranked == nil {
-			ranked = b.hedgeableLocked(now, after)
+			ranked = b.slowLocked(now)
 		}
 		for first < len(ranked) && ranked[first].hedged {
 			first++
@@ -102,12 +98,17 @@ func (b *bulk) hedgeLocked(o offer.Offer, now time.Time) int {
 		if r == nil {
 			continue
 		}
+		if !b.budget.Spend() {
+			break
+		}
 		r.hedged = true
 		hashes := b.front.hedge(make([]ledger.Hash, 0, len(r.hashes)), r.hashes)
 		if len(hashes) == 0 {
+			b.budget.Refund() // nothing of it is still asked: no hedge
 			continue
 		}
 		if !b.requestLocked(o, i, p, hashes, true) {
+			b.budget.Refund()
 			b.hedgeFailedLocked(hashes)
 			continue
 		}
@@ -118,38 +119,37 @@ func (b *bulk) hedgeLocked(o offer.Offer, now time.Time) int {
 	return sent
 }
 
-// hedgeableLocked returns the requests in flight sent at least after ago
-// that are not hedges and have not been hedged, oldest first (by send time,
-// then ID): the order oldestLocked picks them in. It returns an empty,
-// non-nil slice if there are none.
-func (b *bulk) hedgeableLocked(now time.Time, after time.Duration) []*request {
+// slowLocked returns the requests in flight past their soft deadline that
+// are not hedges and have not been hedged, in the order they became slow.
+// It returns an empty, non-nil slice if there are none.
+func (b *bulk) slowLocked(now time.Time) []*request {
 	ranked := make([]*request, 0, 8)
 	for _, r := range b.inFlight {
-		if !r.hedged && now.Sub(r.sentAt) >= after {
+		if !r.hedged && !now.Before(r.slowAt) {
 			ranked = append(ranked, r)
 		}
 	}
-	slices.SortFunc(ranked, func(x, y *request) int {
-		return cmp.Or(x.sentAt.Compare(y.sentAt), cmp.Compare(x.id, y.id))
-	})
+	slices.SortFunc(ranked, slowerFirst)
 	return ranked
 }
 
-// armHedgeLocked arms the hedge timer for when the oldest request not yet
-// hedged becomes worth hedging (or, if that moment has passed and it could
-// not be hedged, for one estimate from now), unless it is armed earlier.
+// armHedgeLocked arms the hedge timer for the first soft deadline of a
+// request not yet hedged (or, if that moment has passed and the request
+// could not be hedged, for as long again as that request's soft deadline
+// from now), unless it is armed earlier. With the budget spent it arms
+// nothing: only a request sent can earn the next hedge, and a send comes
+// with an offer, which hedges.
 func (b *bulk) armHedgeLocked(now time.Time) {
-	if b.finished {
+	if b.finished || b.budget.Tokens() == 0 {
 		return
 	}
-	after := b.hedgeAfterLocked()
-	r := b.oldestLocked(now.Add(after), after, "")
+	r := b.firstSlowLocked()
 	if r == nil {
 		return
 	}
-	at := r.sentAt.Add(after)
+	at := r.slowAt
 	if !at.After(now) {
-		at = now.Add(after)
+		at = now.Add(r.slowAt.Sub(r.sentAt))
 	}
 	h := &b.hedging
 	if h.timer != nil && !h.at.After(at) {

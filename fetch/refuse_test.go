@@ -34,7 +34,7 @@ func TestARefusalPutsTheHashesBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request)}
+		b := newBulk(cfg, s)
 		b.mu.Lock()
 		b.beginLocked(clk.Now())
 		b.mu.Unlock()
@@ -64,8 +64,8 @@ func TestARefusalPutsTheHashesBack(t *testing.T) {
 			t.Errorf("the root is not back, to be asked of another peer first")
 		case busy.streak != 0 || busy.failures != 1 || busy.inFlight != 0:
 			t.Errorf("the refusing peer: streak %d, failures %d, in flight %d; want 0, 1, 0", busy.streak, busy.failures, busy.inFlight)
-		case len(busy.rtts) != 0 || busy.rto.samples != 0 || b.tally.rto.samples != 0:
-			t.Errorf("a refusal became a response time: %v, %d and %d samples", busy.rtts, busy.rto.samples, b.tally.rto.samples)
+		case len(busy.rtts) != 0 || measured(b.timing):
+			t.Errorf("a refusal became a response time: %v, or in the timeout policy", busy.rtts)
 		case b.fatal != nil:
 			t.Errorf("a refusal ended the fetch: %v", b.fatal)
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peersched/peersched/hedge"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/simnet"
 )
@@ -170,4 +171,33 @@ func TestHedgingEndsTheTail(t *testing.T) {
 		t.Fatalf("took %v, the timeout is %v: the tail waited for it", o.virtual, cfg.Timeout)
 	}
 	t.Logf("%v with %d hedges", o.virtual, o.rep.Hedges)
+}
+
+// TestHedgeBudgetCapsHedges: sixteen peers lose a tenth of their answers
+// (spoofed under unknown IDs) and the timeout is 5s, so the tail of the
+// fetch would hedge far more than 5% of its requests. Whatever
+// HedgesPerThousand allows, the hedges stay within hedge.DefaultBurst plus
+// that share of the other requests, and the fetch still completes, the
+// requests it could not hedge ending at their timeouts; the default budget
+// binds here (a budget of 100% allows more hedges, and the fetch is faster
+// for them: the price of the cap, which Config.HedgesPerThousand states).
+func TestHedgeBudgetCapsHedges(t *testing.T) {
+	peers := with(16, 16, func(p *simnet.Profile) { p.Faults[simnet.UnknownID] = 0.1 })
+	hedges := make(map[int]int)
+	for _, perThousand := range []int{1, hedge.DefaultPerThousand, 1000} {
+		cfg := quick
+		cfg.Timeout, cfg.MinTimeout, cfg.StallTimeout = 5*time.Second, 5*time.Second, 20*time.Second
+		cfg.HedgesPerThousand = perThousand
+		o := runSim(t, sim{strategy: "scheduler", peers: peers, seed: 4, channels: 8, cfg: cfg})
+		mustComplete(t, o, nil)
+		t.Logf("%d per thousand: %v, %d requests, %d hedges, %d timeouts", perThousand, o.virtual, o.rep.Requests, o.rep.Hedges, o.rep.Timeouts)
+		earning := o.rep.Requests - o.rep.Hedges // hedges earn nothing
+		if bound := hedge.DefaultBurst + perThousand*earning/1000; o.rep.Hedges > bound {
+			t.Errorf("%d per thousand: %d hedges for %d other requests, above %d", perThousand, o.rep.Hedges, earning, bound)
+		}
+		hedges[perThousand] = o.rep.Hedges
+	}
+	if hedges[1] >= hedges[hedge.DefaultPerThousand] || hedges[hedge.DefaultPerThousand] >= hedges[1000] {
+		t.Errorf("hedges at 1, 50 and 1000 per thousand: %d, %d, %d; want each budget to bind below the next", hedges[1], hedges[50], hedges[1000])
+	}
 }

@@ -3,9 +3,11 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
+	"github.com/peersched/peersched/hedge"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
@@ -35,7 +37,7 @@ func Run(ctx context.Context, s *scheduler.Scheduler, cfg Config) (Report, error
 	if err != nil {
 		return Report{}, err
 	}
-	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request)}
+	b := newBulk(cfg, s)
 	before := s.Stats()
 	if before.Stopped {
 		return Report{}, scheduler.ErrStopped
@@ -95,9 +97,10 @@ type bulk struct {
 	poke     bool         // a wake-up came while the ticket was unknown
 	inFlight map[receiver.RequestID]*request
 	hedging  hedgeTimer
-	offered  []peer.ID // scratch for OnOffer: the peer of each channel
-	order    []int     // scratch for OnOffer: channel indices in the order tried
-	used     []bool    // scratch for OnOffer: channels sent on
+	budget   *hedge.Budget // earned by requests, spent by hedges
+	offered  []peer.ID     // scratch for OnOffer: the peer of each channel
+	order    []int         // scratch for OnOffer: channel indices in the order tried
+	used     []bool        // scratch for OnOffer: channels sent on
 }
 
 // request is one GetObjects in flight, and its receiver.
@@ -107,7 +110,26 @@ type request struct {
 	to     peer.ID
 	hashes []ledger.Hash
 	sentAt time.Time
-	hedged bool // it is a hedge, or has been hedged: it is not hedged again
+	slowAt time.Time // its soft deadline: from then on it may be hedged
+	hedged bool      // it is a hedge, or has been hedged: it is not hedged again
+}
+
+// newBulk returns the sender of a fetch through s, cfg checked.
+func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
+	return &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request), budget: newHedgeBudget(cfg)}
+}
+
+// newHedgeBudget returns the fetch's hedge budget: cfg.HedgesPerThousand of
+// its requests, after a burst of hedge.DefaultBurst. Its cap is out of any
+// fetch's reach, because a fetch hedges only at its end, where it must find
+// what its whole run earned.
+func newHedgeBudget(cfg Config) *hedge.Budget {
+	b, err := hedge.NewBudget(hedge.BudgetConfig{PerThousand: cfg.HedgesPerThousand, Cap: math.MaxInt32})
+	if err != nil {
+		// withDefaults has checked HedgesPerThousand.
+		panic(fmt.Sprintf("fetch: a checked config fails hedge.NewBudget: %v", err))
+	}
+	return b
 }
 
 // peers counts the scheduler's connected peers.
@@ -220,7 +242,8 @@ func (b *bulk) wakeLocked() {
 // a few.) A retry avoids the peers that failed it unless no other peer has a
 // request of the fetch in flight, so none may offer a channel soon. A
 // suspect peer (see suspectStreak) gets a probe of one hash at a time. When
-// nothing waits, the channels left hedge the oldest requests (see hedge.go).
+// nothing waits, the channels left hedge the requests past their soft
+// deadlines, as the hedge budget allows (see hedge.go).
 // Implements offer.Sender.
 func (b *bulk) OnOffer(o offer.Offer) {
 	b.mu.Lock()
@@ -325,15 +348,19 @@ func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 // requestLocked sends a request for hashes on the i-th channel of o, which
 // leads to to, and reports whether the host took it.
 func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.Hash, hedge bool) bool {
-	r := &request{b: b, to: to, hashes: hashes, sentAt: b.cfg.Clock.Now(), hedged: hedge}
-	timeout := b.tally.timeout(b.tally.peer(to), b.cfg.MinTimeout, b.cfg.Timeout)
-	id, err := o.Request(i, ledger.GetObjects{Hashes: hashes}, r, timeout)
+	now := b.cfg.Clock.Now()
+	soft, hard := b.timing.Deadlines(to)
+	r := &request{b: b, to: to, hashes: hashes, sentAt: now, slowAt: now.Add(soft), hedged: hedge}
+	id, err := o.Request(i, ledger.GetObjects{Hashes: hashes}, r, hard)
 	if err != nil {
 		return false
 	}
 	r.id = id
 	b.inFlight[id] = r
 	b.tally.sent(to)
+	if !hedge {
+		b.budget.Sent()
+	}
 	return true
 }
 

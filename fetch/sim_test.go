@@ -46,7 +46,7 @@ func faultCases() []faultCase {
 	return []faultCase{
 		{name: "fixed latency", peers: with(6, 6, func(p *simnet.Profile) { p.Latency = simnet.Fixed(20 * ms) })},
 		{name: "uniform latency", peers: honest(6)},
-		{name: "heavy-tailed latency", peers: with(6, 6, func(p *simnet.Profile) { p.Latency = simnet.LogNormal(15*ms, 1.2) }),
+		{name: "heavy-tailed latency", peers: with(6, 6, func(p *simnet.Profile) { p.Latency = simnet.LogNormal(15*ms, 1.5) }),
 			check: func(t *testing.T, o outcome) {
 				if o.rep.Timeouts == 0 {
 					t.Error("no request timed out: the tail is not heavy enough to test anything")

@@ -26,7 +26,6 @@ type tally struct {
 	reused       int   // nodes taken from the base instead of fetched
 	reusedBytes  int64 // their bytes
 	inFlight     int   // requests
-	rto          rto   // from every peer's response times
 
 	peers map[peer.ID]*peerTally
 }
@@ -40,7 +39,6 @@ type peerTally struct {
 	objects    int // objects it delivered that verified
 	inFlight   int
 	rtts       []time.Duration // response times of answered requests
-	rto        rto             // from those response times
 	// streak counts its requests in a row that failed (timed out, answered
 	// with the wrong type or with nothing usable); an answer that delivers
 	// an object resets it. Disconnections do not count: they say nothing
@@ -88,55 +86,9 @@ func (t *tally) ended(from peer.ID) *peerTally {
 	return p
 }
 
-// rto estimates how long to wait for a response from the response times
-// seen so far: TCP's retransmission timeout (RFC 6298), the smoothed time
-// plus four smoothed deviations, with its gains of 1/8 and 1/4.
-type rto struct {
-	srtt, rttvar time.Duration
-	samples      int
-}
-
-func (e *rto) observe(rtt time.Duration) {
-	if e.samples == 0 {
-		e.srtt, e.rttvar = rtt, rtt/2
-	} else {
-		dev := e.srtt - rtt
-		if dev < 0 {
-			dev = -dev
-		}
-		e.rttvar += (dev - e.rttvar) / 4
-		e.srtt += (rtt - e.srtt) / 8
-	}
-	e.samples++
-}
-
-// timeout returns srtt + 4·rttvar within [lo, hi], and ok false (with hi)
-// before any sample.
-func (e *rto) timeout(lo, hi time.Duration) (d time.Duration, ok bool) {
-	if e.samples == 0 {
-		return hi, false
-	}
-	return min(max(e.srtt+4*e.rttvar, lo), hi), true
-}
-
-// observe records one response time of the peer's, in its samples and in
-// both estimates.
-func (t *tally) observe(p *peerTally, rtt time.Duration) {
+// observe records one response time of the peer's, for the report.
+func (p *peerTally) observe(rtt time.Duration) {
 	p.rtts = append(p.rtts, rtt)
-	p.rto.observe(rtt)
-	t.rto.observe(rtt)
-}
-
-// timeout returns how long a request to the peer may wait: the peer's own
-// estimate if it has answered before, else the estimate over every peer (a
-// peer's first request need not wait as long as the fetch's very first),
-// else hi.
-func (t *tally) timeout(p *peerTally, lo, hi time.Duration) time.Duration {
-	if d, ok := p.rto.timeout(lo, hi); ok {
-		return d
-	}
-	d, _ := t.rto.timeout(lo, hi)
-	return d
 }
 
 // percentile returns the p-th percentile (0 < p <= 100) of sorted by the

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/peersched/peersched/rto"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -80,32 +82,45 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// TestAdaptiveTimeout: RFC 6298's smoothing, table-tested, the clamp, and
-// the fall-back to every peer's estimate for a peer not heard from yet.
-func TestAdaptiveTimeout(t *testing.T) {
-	tl := newTally()
-	a, b := tl.peer("a"), tl.peer("b")
-	lo, hi := 100*ms, 2*time.Second
-	if got := tl.timeout(a, lo, hi); got != hi {
-		t.Fatalf("before any sample: %v", got)
+// TestRunDeadlinesFromConfig: Run's timeout policy is package rto's
+// estimate with MinTimeout and Timeout as its bounds: Timeout before any
+// answer, the estimate clamped between them after, every peer's estimate
+// for a peer not heard from. (The arithmetic is tested in package rto.)
+func TestRunDeadlinesFromConfig(t *testing.T) {
+	cfg, err := Config{Root: h(1), Timeout: 2 * time.Second, MinTimeout: 100 * ms}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	timing := newTiming(cfg)
+	if _, hard := timing.Deadlines("a"); hard != 2*time.Second {
+		t.Fatalf("before any answer: %v, want Timeout", hard)
 	}
 	for _, c := range []struct {
-		rtt, srtt, rttvar, timeout time.Duration
+		rtt, soft, hard time.Duration
 	}{
-		{40 * ms, 40 * ms, 20 * ms, 120 * ms},                   // first sample: var = rtt/2
-		{40 * ms, 40 * ms, 15 * ms, 100 * ms},                   // steady: the deviation decays, the floor holds
-		{200 * ms, 60 * ms, 51250 * time.Microsecond, 265 * ms}, // a slow answer moves both
+		{40 * ms, 80 * ms, 120 * ms},                    // SRTT 40ms, RTTVAR 20ms
+		{40 * ms, 70 * ms, 100 * ms},                    // RTTVAR 15ms: 100ms, MinTimeout too
+		{200 * ms, 162500 * time.Microsecond, 265 * ms}, // SRTT 60ms, RTTVAR 51.25ms
+		// An hour counts as Timeout, 2s: RTTVAR 51.25 + (1940−51.25)/4,
+		// SRTT 60 + 1940/8; hard at the cap.
+		{time.Hour, 1349375 * time.Microsecond, 2 * time.Second},
 	} {
-		tl.observe(a, c.rtt)
-		if a.rto.srtt != c.srtt || a.rto.rttvar != c.rttvar || tl.timeout(a, lo, hi) != c.timeout {
-			t.Errorf("after %v: srtt %v rttvar %v timeout %v, want %v %v %v", c.rtt, a.rto.srtt, a.rto.rttvar, tl.timeout(a, lo, hi), c.srtt, c.rttvar, c.timeout)
+		timing.Observe("a", c.rtt)
+		if soft, hard := timing.Deadlines("a"); soft != c.soft || hard != c.hard {
+			t.Errorf("after %v: (%v, %v), want (%v, %v)", c.rtt, soft, hard, c.soft, c.hard)
 		}
 	}
-	if got := tl.timeout(b, lo, hi); got != 265*ms {
-		t.Errorf("a peer not heard from: %v, want every peer's estimate", got)
+	if _, hard := timing.Deadlines("b"); hard != 2*time.Second {
+		t.Errorf("a peer not heard from: %v, want every peer's estimate (the cap)", hard)
 	}
-	tl.observe(b, time.Hour)
-	if got := tl.timeout(b, lo, hi); got != hi {
-		t.Errorf("after an hour-long answer: %v, want the cap", got)
+	if _, err := (Config{Root: h(1), Timeout: rto.MaxDeadline + 1}).withDefaults(); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("a Timeout above rto.MaxDeadline: %v", err)
 	}
+}
+
+// measured reports whether the timeout policy has a response time from any
+// peer.
+func measured(p rto.Policy) bool {
+	_, _, ok := p.(*rto.Estimator).Pool()
+	return ok
 }
