@@ -13,13 +13,14 @@ import (
 // in the queue, keeping their places, and get no error. When it allows
 // again (a message ends, or the rate's next token is due, for which the
 // scheduler arms its timer) offers resume in the usual order: by priority,
-// then arrival. An offer's size never exceeds what the budget allows at
+// then arrival, a priority passed over Config.PassOverLimit times taking
+// its turn. An offer's size never exceeds what the budget allows at
 // that moment, so every send through it fits.
 //
 // The byte rate is paid in the same order. A sender declares the size of
 // each of its messages when it is scheduled (offer.Options.Bytes). When the
-// next sender to be offered channels declares more bytes than the budget
-// holds, no sender is offered anything until the budget has them (at most
+// sender whose turn it is to be offered channels declares more bytes than
+// the budget holds, no sender is offered anything until the budget has them (at most
 // ByteBurst/ByteRate seconds): senders behind it, even those that declare
 // no size, do not go first and take the bytes it waits for, so a large
 // message is never starved by a stream of small ones. Its offer then lets
