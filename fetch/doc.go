@@ -29,5 +29,6 @@
 // fetches only what the base lacks: it skips every subtree whose root hash
 // the base holds, as a node catching up from ledger to ledger does. Neither imports a transport: the host wires its connections (a
 // simnet.Network, a tcpnet.Client) to a Host, which is the Scheduler for Run
-// and the Peerset itself for the other strategy.
+// and the Peerset itself for the other strategy; a transport whose wire can
+// say "busy" hands the peers' refusals to the Host too (see Refuser).
 package fetch

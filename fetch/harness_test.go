@@ -47,6 +47,10 @@ type sim struct {
 	atTime time.Duration
 	// warmUp, if set, is when the outcome's warmUpServed is counted.
 	warmUp time.Duration
+	// refusals, if set, hands the peers' refusals (simnet.Config.Refuse)
+	// to the host as a transport would: through Refuser, which both
+	// strategies' hosts are. Without it peers answer empty instead.
+	refusals bool
 }
 
 // outcome is what a simulated fetch returned, and the network's view.
@@ -130,14 +134,20 @@ func runInBubble(t *testing.T, s sim) outcome {
 		}
 		return host.Connect(p, s.channels)
 	}
-	net, err := simnet.New(simnet.Config{
+	netCfg := simnet.Config{
 		Ledger:       s.ledger,
 		Clock:        clk,
 		Seed:         s.seed,
 		Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
 		OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
 		OnReconnect:  func(p *simnet.Peer) { _ = connectOne(p) },
-	})
+	}
+	if r, ok := host.(Refuser); ok && s.refusals {
+		netCfg.Refuse = func(from peer.ID, id receiver.RequestID) { _ = r.Refuse(from, id) }
+	} else if s.refusals {
+		t.Fatalf("the %s host is no Refuser", s.strategy)
+	}
+	net, err := simnet.New(netCfg)
 	if err != nil {
 		t.Fatal(err)
 	}

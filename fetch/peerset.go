@@ -129,40 +129,13 @@ func (ps *Peerset) Disconnect(id peer.ID) error {
 // ErrDuplicateResponse or ErrLateResponse; or ErrPeersetStopped.
 func (ps *Peerset) Deliver(from peer.ID, id receiver.RequestID, response any) error {
 	ps.mu.Lock()
-	if ps.finished {
-		ps.mu.Unlock()
-		return ErrPeersetStopped
-	}
-	r, ok := ps.pending[uint64(id)]
-	if !ok {
-		answered, ended := ps.ended[uint64(id)]
-		var err error
-		switch {
-		case ended && answered:
-			ps.dropped.Duplicate++
-			err = receiver.ErrDuplicateResponse
-		case ended:
-			ps.dropped.Late++
-			err = receiver.ErrLateResponse
-		default:
-			ps.dropped.Unknown++
-			err = receiver.ErrUnknownRequest
-		}
-		ps.mu.Unlock()
+	r, err := ps.claimLocked(from, id)
+	ps.mu.Unlock()
+	if err != nil {
 		return err
 	}
-	if r.to != from {
-		ps.dropped.WrongPeer++
-		ps.mu.Unlock()
-		return receiver.ErrWrongPeer
-	}
-	// Claim the request, so its timer finds nothing to do, then hash
-	// without the lock.
-	delete(ps.pending, uint64(id))
-	ps.ended[uint64(id)] = true
-	r.timer.Stop()
-	ps.mu.Unlock()
 
+	// Claimed: its timer finds nothing to do. Hash without the lock.
 	now := ps.cfg.Clock.Now()
 	results, valid := examine(r.hashes, response, make([]itemResult, 0, len(r.hashes)))
 	reuse(ps.cfg.Base, results)
@@ -175,6 +148,58 @@ func (ps *Peerset) Deliver(from peer.ID, id receiver.RequestID, response any) er
 	ps.answeredLocked(r.hashes, from, results, valid, now.Sub(r.sentAt), now)
 	ps.pumpLocked()
 	return nil
+}
+
+// Refuse tells the Peerset that the peer named from refused request id
+// (see Refuser). The refusal is accepted, or counted and dropped, as
+// Deliver accepts or drops a response, with the same errors; it is the
+// peer's one answer, so a response after it is a duplicate. An accepted
+// refusal fails the request at once: its hashes go back to be asked again,
+// of another peer of the set if one can take them, and the Report counts
+// it in Refused. Unlike a timeout, it does not widen the set: the peer is
+// there, only busy.
+func (ps *Peerset) Refuse(from peer.ID, id receiver.RequestID) error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	r, err := ps.claimLocked(from, id)
+	if err != nil {
+		return err
+	}
+	ps.failedLocked(r.hashes, from, failRefused)
+	ps.pumpLocked()
+	return nil
+}
+
+// claimLocked takes request id, sent to from, out of the pending requests
+// and stops its timer, recording it as answered; or it counts why it
+// cannot and returns the error.
+func (ps *Peerset) claimLocked(from peer.ID, id receiver.RequestID) (*psRequest, error) {
+	if ps.finished {
+		return nil, ErrPeersetStopped
+	}
+	r, ok := ps.pending[uint64(id)]
+	if !ok {
+		answered, ended := ps.ended[uint64(id)]
+		switch {
+		case ended && answered:
+			ps.dropped.Duplicate++
+			return nil, receiver.ErrDuplicateResponse
+		case ended:
+			ps.dropped.Late++
+			return nil, receiver.ErrLateResponse
+		default:
+			ps.dropped.Unknown++
+			return nil, receiver.ErrUnknownRequest
+		}
+	}
+	if r.to != from {
+		ps.dropped.WrongPeer++
+		return nil, receiver.ErrWrongPeer
+	}
+	delete(ps.pending, uint64(id))
+	ps.ended[uint64(id)] = true
+	r.timer.Stop()
+	return r, nil
 }
 
 // Run fetches the ledger from the peers connected now and later, and returns

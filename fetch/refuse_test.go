@@ -2,7 +2,9 @@ package fetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -183,4 +185,137 @@ func TestRunWithARefusingPeer(t *testing.T) {
 func describe(r Report) string {
 	return fmt.Sprintf("%d requests, %d answered, %d refused, %d timeouts, %d objects of %d, %d retries",
 		r.Requests, r.Answered, r.Refused, r.Timeouts, r.Objects, simLedger.Len(), r.Retries)
+}
+
+// Both of fetch's Hosts take refusals through Refuser, as a transport that
+// can tell one hands it on.
+var (
+	_ Refuser = (*scheduler.Scheduler)(nil)
+	_ Refuser = (*Peerset)(nil)
+)
+
+// TestBothHostsTakeRefusals: a busy peer that refuses what its queue
+// cannot hold, its refusals handed to the host through Refuser. Through the
+// scheduler and through the peer set the fetch completes with no timeout,
+// and the report counts each refusal the network made as one.
+func TestBothHostsTakeRefusals(t *testing.T) {
+	for _, strategy := range []string{"scheduler", "peerset"} {
+		t.Run(strategy, func(t *testing.T) {
+			o := runSim(t, sim{
+				strategy: strategy,
+				channels: 4, // fixed: the busy peer keeps being pushed
+				refusals: true,
+				seed:     3,
+				cfg:      Config{Batch: 16},
+				peers: []simnet.Profile{
+					{Latency: simnet.Fixed(5 * time.Millisecond)},
+					{Latency: simnet.Fixed(2 * time.Millisecond), Service: simnet.Service{Workers: 1,
+						PerRequest: 3 * time.Millisecond, QueueLimit: 1, Overflow: simnet.OverflowReject}},
+				},
+			})
+			mustComplete(t, o, nil)
+			refusals := o.peers["p01"].Refusals
+			if refusals == 0 {
+				t.Fatalf("the busy peer refused nothing: %+v", o.peers["p01"])
+			}
+			if o.rep.Refused != refusals || o.rep.Timeouts != 0 || o.rep.Answered+o.rep.Refused != o.rep.Requests {
+				t.Errorf("the network refused %d requests; report: %s", refusals, describe(o.rep))
+			}
+			for _, p := range o.rep.Peers {
+				if p.ID == "p01" && p.Failures != refusals {
+					t.Errorf("the busy peer's failures: %d, want its %d refusals", p.Failures, refusals)
+				}
+			}
+		})
+	}
+}
+
+// recordingPeer is a connection that takes every send and records its ID.
+type recordingPeer struct {
+	id  peer.ID
+	mu  sync.Mutex
+	ids []receiver.RequestID
+}
+
+func (p *recordingPeer) ID() peer.ID { return p.id }
+
+func (p *recordingPeer) Send(id uint64, _ any) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ids = append(p.ids, receiver.RequestID(id))
+	return nil
+}
+
+func (p *recordingPeer) sent() []receiver.RequestID {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]receiver.RequestID(nil), p.ids...)
+}
+
+// TestPeersetRefuseIsCheckedLikeDeliver: a refusal is accepted only for a
+// pending request of the peer that refuses it, once; it is that request's
+// one answer; the hashes go to the other peer of the set; after Run, the
+// Peerset takes none.
+func TestPeersetRefuseIsCheckedLikeDeliver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewMock()
+		ps, err := NewPeerset(Config{Root: simLedger.Root(), Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, b := &recordingPeer{id: "A"}, &recordingPeer{id: "B"}
+		for _, p := range []*recordingPeer{a, b} {
+			if err := ps.Connect(p, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		type result struct {
+			rep Report
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			rep, err := ps.Run(ctx)
+			done <- result{rep, err}
+		}()
+		synctest.Wait()
+		if len(a.sent()) != 1 || len(b.sent()) != 0 {
+			t.Fatalf("sent %v to A and %v to B; want the root to A", a.sent(), b.sent())
+		}
+		root := a.sent()[0]
+		for _, c := range []struct {
+			from peer.ID
+			id   receiver.RequestID
+			want error
+		}{
+			{"B", root, receiver.ErrWrongPeer},
+			{"A", root + 100, receiver.ErrUnknownRequest},
+			{"A", root, nil},
+			{"A", root, receiver.ErrDuplicateResponse}, // it has had its one answer
+		} {
+			if err := ps.Refuse(c.from, c.id); !errors.Is(err, c.want) {
+				t.Errorf("Refuse(%s, %d): %v, want %v", c.from, c.id, err, c.want)
+			}
+		}
+		if err := ps.Deliver("A", root, nil); !errors.Is(err, receiver.ErrDuplicateResponse) {
+			t.Errorf("a response after the refusal: %v", err)
+		}
+		if len(b.sent()) != 1 || len(a.sent()) != 1 {
+			t.Errorf("after the refusal, sent %v to A and %v to B; want the root asked again of B", a.sent(), b.sent())
+		}
+
+		cancel()
+		r := <-done
+		if !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("Run: %v", r.err)
+		}
+		d := r.rep.Dropped
+		if r.rep.Refused != 1 || r.rep.Timeouts != 0 || d.Duplicate != 2 || d.WrongPeer != 1 || d.Unknown != 1 {
+			t.Errorf("report: refused %d, timeouts %d, dropped %+v", r.rep.Refused, r.rep.Timeouts, d)
+		}
+		if err := ps.Refuse("B", b.sent()[0]); !errors.Is(err, ErrPeersetStopped) {
+			t.Errorf("Refuse after Run: %v", err)
+		}
+	})
 }

@@ -27,7 +27,7 @@ type Report struct {
 	Requests     int `json:"requests"`      // requests the host accepted
 	Answered     int `json:"answered"`      // requests answered (with anything)
 	Timeouts     int `json:"timeouts"`      // requests that got no response in time
-	Refused      int `json:"refused"`       // requests the peer refused, overloaded (scheduler.Refuse)
+	Refused      int `json:"refused"`       // requests the peer refused, overloaded (the host's Refuse, see Refuser)
 	Disconnects  int `json:"disconnects"`   // requests failed by their peer's disconnection
 	BadResponses int `json:"bad_responses"` // requests answered with the wrong message type
 	SendErrors   int `json:"send_errors"`   // sends the host refused

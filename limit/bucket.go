@@ -80,6 +80,21 @@ func (b *Bucket) Tokens(now time.Duration) int64 {
 	return b.level / nano
 }
 
+// Affords returns how many takes of n tokens each the bucket could pay for
+// at now, one after another: its whole tokens divided by n, rounded down.
+// It takes nothing. For n = 0 it returns math.MaxInt64: what costs nothing
+// is never held back. It fails with ErrBadCount if n < 0 and ErrOverBurst
+// if n is above the burst (no wait would ever pay for one).
+func (b *Bucket) Affords(now time.Duration, n int64) (int64, error) {
+	if err := b.check(n); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return math.MaxInt64, nil
+	}
+	return b.Tokens(now) / n, nil
+}
+
 // Wait returns how long after now the bucket will hold n tokens, if nothing
 // is taken meanwhile: 0 if it holds them at now. It takes nothing. It fails
 // with ErrBadCount if n < 0 and ErrOverBurst if n is above the burst.

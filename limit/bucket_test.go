@@ -207,3 +207,54 @@ func TestBucketGiveBack(t *testing.T) {
 		t.Fatalf("Give(MaxBurst): %v", err)
 	}
 }
+
+// TestBucketAffords: how many messages of a declared size the bucket pays
+// for at once, as the byte budget asks before it makes an offer.
+func TestBucketAffords(t *testing.T) {
+	b := newBucket(t, 1000, 1000) // a byte every millisecond, up to 1000
+	for _, c := range []struct {
+		take bool // take n at now first
+		now  time.Duration
+		n    int64
+		want int64
+	}{
+		{now: 0, n: 0, want: math.MaxInt64}, // what costs nothing is never held back
+		{now: 0, n: 1, want: 1000},
+		{now: 0, n: 400, want: 2},
+		{now: 0, n: 1000, want: 1},
+		{take: true, now: 0, n: 800, want: 0}, // 200 left
+		{now: 0, n: 400, want: 0},
+		{now: 0, n: 200, want: 1},
+		{now: 0, n: 0, want: math.MaxInt64},
+		{now: 199 * ms, n: 400, want: 0}, // 399 bytes: one short
+		{now: 200 * ms, n: 400, want: 1},
+		{now: 200 * ms, n: 133, want: 3},
+		{now: 10 * time.Second, n: 400, want: 2}, // full again, never above the burst
+		{now: 10 * time.Second, n: 1, want: 1000},
+	} {
+		if c.take {
+			if wait, err := b.Take(c.now, c.n); wait != 0 || err != nil {
+				t.Fatalf("Take(%v, %d) = %v, %v", c.now, c.n, wait, err)
+			}
+		}
+		if got, err := b.Affords(c.now, c.n); got != c.want || err != nil {
+			t.Fatalf("Affords(%v, %d) = %d, %v; want %d", c.now, c.n, got, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		n    int64
+		want error
+	}{{-1, ErrBadCount}, {math.MinInt64, ErrBadCount}, {1001, ErrOverBurst}, {math.MaxInt64, ErrOverBurst}} {
+		if got, err := b.Affords(10*time.Second, c.n); got != 0 || !errors.Is(err, c.want) {
+			t.Errorf("Affords(%d) = %d, %v; want %v", c.n, got, err, c.want)
+		}
+	}
+	// The largest burst and rate: no overflow.
+	huge := newBucket(t, math.MaxInt64, MaxBurst)
+	if got, _ := huge.Affords(0, 1); got != MaxBurst {
+		t.Errorf("Affords(1) of the largest bucket = %d", got)
+	}
+	if got, _ := huge.Affords(0, MaxBurst); got != 1 {
+		t.Errorf("Affords(MaxBurst) of the largest bucket = %d", got)
+	}
+}

@@ -40,6 +40,25 @@ type Options struct {
 	// them is at its limit the sender is passed over, keeping its place.
 	// "" books no class.
 	Class string
+	// Bytes is the size, in bytes, that the sender declares for each
+	// message it will send: every request or notification it sends is
+	// charged that much against the scheduler's byte budget (its
+	// Budget.ByteRate), if it has one. 0 declares nothing, and the sender's
+	// messages are not counted in bytes; without a byte budget the size is
+	// not used.
+	//
+	// The size is declared here, with the sender's place in the queue,
+	// rather than with each send, because the budget must be paid before
+	// the sender is offered anything: a sender the budget cannot pay for
+	// yet waits in the queue, keeping its place, and an offer lets it send
+	// only as many messages as the budget pays for. A size seen only at
+	// the send could be refused only with an error. A sender whose
+	// messages differ in size declares the largest of them (the budget
+	// then errs on the safe side) or schedules a sender per size.
+	//
+	// A negative size, or one larger than the budget's ByteBurst (which the
+	// budget could never pay), is refused by ScheduleWith.
+	Bytes int64
 }
 
 // Ticket names one scheduled sender, so its owner can withdraw it. Tickets are

@@ -76,6 +76,26 @@ func TestQueueRemoveAndStaleTickets(t *testing.T) {
 	require.False(t, ok)
 }
 
+// TestQueueKeepsDeclaredBytes: the size a sender declared is its own, and
+// goes with it: a reused slot starts with none.
+func TestQueueKeepsDeclaredBytes(t *testing.T) {
+	var q Queue
+	a := q.Push(named("a"), 0)
+	b := q.Push(named("b"), 0)
+	q.SetBytes(a, 400)
+	require.Equal(t, int64(400), q.Bytes(a))
+	require.Zero(t, q.Bytes(b), "declared nothing")
+	q.Remove(a)
+	require.Zero(t, q.Bytes(a), "gone: a stale ticket reads nothing")
+	q.SetBytes(a, 7)           // a stale ticket sets nothing
+	c := q.Push(named("c"), 0) // a's slot, a new generation
+	require.Zero(t, q.Bytes(c), "a reused slot starts with no size")
+	q.SetBytes(c, 9)
+	q.RemoveAll(nil)
+	d := q.Push(named("d"), 0)
+	require.Zero(t, q.Bytes(d))
+}
+
 // TestQueuePassesOverFullClasses: a sender whose class (or an ancestor) is
 // full is passed over, keeping its place; it comes first again once its
 // class has room. Within one call (one pass) a class found full is not

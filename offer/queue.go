@@ -37,6 +37,7 @@ type queueNode struct {
 	declined   bool
 	held       bool
 	class      int32  // the sender's limit.ClassID plus one; 0 for none
+	bytes      int64  // the size the sender declared for each message
 	declinedAt uint64 // openings count when the sender last declined
 }
 
@@ -129,7 +130,7 @@ func (q *Queue) Remove(t Ticket) (s Sender, ok bool) {
 		q.levels = append(q.levels[:li], q.levels[li+1:]...)
 	}
 	node.sender, node.priority, node.prev, node.next = nil, 0, 0, 0
-	node.declined, node.held, node.declinedAt, node.class = false, false, 0, 0
+	node.declined, node.held, node.declinedAt, node.class, node.bytes = false, false, 0, 0, 0
 	node.generation++
 	q.free = append(q.free, slot)
 	q.n--
@@ -241,6 +242,23 @@ func (q *Queue) Class(t Ticket) (class limit.ClassID, ok bool) {
 		return 0, false
 	}
 	return limit.ClassID(node.class - 1), true
+}
+
+// SetBytes records the size the sender named t declared for each of its
+// messages (offer.Options.Bytes); it does nothing if t is not waiting.
+func (q *Queue) SetBytes(t Ticket, bytes int64) {
+	if _, node := q.lookup(t); node != nil {
+		node.bytes = bytes
+	}
+}
+
+// Bytes returns the size the sender named t declared for each of its
+// messages: 0 if it declared none or is not waiting.
+func (q *Queue) Bytes(t Ticket) int64 {
+	if _, node := q.lookup(t); node != nil {
+		return node.bytes
+	}
+	return 0
 }
 
 // Len returns the number of waiting senders.

@@ -13,8 +13,18 @@ import (
 // in the queue, keeping their places, and get no error. When it allows
 // again (a message ends, or the rate's next token is due, for which the
 // scheduler arms its timer) offers resume in the usual order: by priority,
-// then arrival. An offer's size never exceeds what the budget allows at
+// then arrival, a priority passed over Config.PassOverLimit times taking
+// its turn. An offer's size never exceeds what the budget allows at
 // that moment, so every send through it fits.
+//
+// The byte rate is paid in the same order. A sender declares the size of
+// each of its messages when it is scheduled (offer.Options.Bytes). When the
+// sender whose turn it is to be offered channels declares more bytes than
+// the budget holds, no sender is offered anything until the budget has them (at most
+// ByteBurst/ByteRate seconds): senders behind it, even those that declare
+// no size, do not go first and take the bytes it waits for, so a large
+// message is never starved by a stream of small ones. Its offer then lets
+// it send as many messages as the bytes pay for.
 //
 // The budget bounds traffic, not memory: the caps that return errors
 // (Config.MaxSenders, Config.MaxRequests) stay, as memory bounds.
@@ -34,39 +44,76 @@ type Budget struct {
 	// Burst is how many messages may go at once after a quiet spell: the
 	// bucket's size, at most limit.MaxBurst. 0 means 1. It needs a Rate.
 	Burst int64
+	// ByteRate caps the bytes sent, over every peer, at ByteRate per second
+	// on average, counting each message at the size its sender declared
+	// (offer.Options.Bytes; a sender that declares none is not counted),
+	// with a token bucket that holds up to ByteBurst bytes: a message takes
+	// its size when its send begins, and gets it back if the host refuses
+	// the send. 0 means no byte limit.
+	ByteRate int64
+	// ByteBurst is how many bytes may go at once after a quiet spell: the
+	// bucket's size, at most limit.MaxBurst. It is also the largest size a
+	// sender may declare: ScheduleWith refuses a larger one with
+	// ErrBadBytes, since the bucket could never hold enough to pay for it
+	// (clamping the charge, or letting the bucket go into debt, would
+	// overspend the budget). A ByteRate needs one, and it needs a ByteRate.
+	ByteBurst int64
 }
 
 // validate returns an error wrapping ErrBadConfig for a budget that
 // describes no traffic.
 func (b Budget) validate() error {
 	switch {
-	case b.MaxInFlight < 0 || b.Rate < 0 || b.Burst < 0:
+	case b.MaxInFlight < 0 || b.Rate < 0 || b.Burst < 0 || b.ByteRate < 0 || b.ByteBurst < 0:
 		return fmt.Errorf("%w: negative budget %+v", ErrBadConfig, b)
 	case b.Burst > limit.MaxBurst:
 		return fmt.Errorf("%w: budget burst %d above %d", ErrBadConfig, b.Burst, limit.MaxBurst)
 	case b.Burst > 0 && b.Rate == 0:
 		return fmt.Errorf("%w: budget burst %d without a rate", ErrBadConfig, b.Burst)
+	case b.ByteBurst > limit.MaxBurst:
+		return fmt.Errorf("%w: budget byte burst %d above %d", ErrBadConfig, b.ByteBurst, limit.MaxBurst)
+	case b.ByteBurst > 0 && b.ByteRate == 0:
+		return fmt.Errorf("%w: budget byte burst %d without a byte rate", ErrBadConfig, b.ByteBurst)
+	case b.ByteRate > 0 && b.ByteBurst == 0:
+		return fmt.Errorf("%w: budget byte rate %d without a byte burst (the largest size a sender may declare)", ErrBadConfig, b.ByteRate)
 	}
 	return nil
 }
 
-// bucket returns the token bucket of b's rate, or nil if b has none.
-func (b Budget) bucket() *limit.Bucket {
-	if b.Rate == 0 {
-		return nil
+// checkBytes returns an error wrapping ErrBadBytes if a sender may not
+// declare bytes for each of its messages under b.
+func (b Budget) checkBytes(bytes int64) error {
+	switch {
+	case bytes < 0:
+		return fmt.Errorf("%w: %d bytes", ErrBadBytes, bytes)
+	case b.ByteRate > 0 && bytes > b.ByteBurst:
+		return fmt.Errorf("%w: %d bytes, above the byte budget's burst of %d", ErrBadBytes, bytes, b.ByteBurst)
 	}
-	bk, err := limit.NewBucket(b.Rate, max(b.Burst, 1))
-	if err != nil {
-		panic(err) // validate has ruled it out
-	}
-	return bk
+	return nil
 }
 
-// budgetRoomLocked returns how many messages the budget allows to be sent
-// now: 0 when it is spent, math.MaxInt when it caps nothing. When the rate
-// is what is spent, it arms the timer for the next token, so that waiting
-// senders are offered channels then. Caller holds offersMu.
-func (s *Scheduler) budgetRoomLocked() int {
+// buckets returns the token buckets of b's rates, each nil if b has none.
+func (b Budget) buckets() (messages, bytes *limit.Bucket) {
+	var err error
+	if b.Rate > 0 {
+		if messages, err = limit.NewBucket(b.Rate, max(b.Burst, 1)); err != nil {
+			panic(err) // validate has ruled it out
+		}
+	}
+	if b.ByteRate > 0 {
+		if bytes, err = limit.NewBucket(b.ByteRate, b.ByteBurst); err != nil {
+			panic(err) // validate has ruled it out
+		}
+	}
+	return messages, bytes
+}
+
+// budgetRoomLocked returns how many messages of the given declared size
+// the budget allows to be sent now: 0 when it is spent, math.MaxInt when it
+// caps nothing. When a rate is what is spent, it arms the timer for the
+// tokens it waits for, so that waiting senders are offered channels then.
+// Caller holds offersMu.
+func (s *Scheduler) budgetRoomLocked(bytes int64) int {
 	room := math.MaxInt
 	if s.budget.MaxInFlight > 0 {
 		room = s.budget.MaxInFlight - s.pool.ClosedChannels()
@@ -74,36 +121,68 @@ func (s *Scheduler) budgetRoomLocked() int {
 			return 0
 		}
 	}
+	if s.bucket == nil && (s.byteBucket == nil || bytes == 0) {
+		return room
+	}
+	now := s.now()
 	if s.bucket != nil {
-		now := s.now()
 		tokens := s.bucket.Tokens(now)
 		if tokens == 0 {
 			wait, _ := s.bucket.Wait(now, 1) // 1 <= the burst: no error
-			s.requestsMu.Lock()
-			s.tokenDue, s.tokenAt = true, now+wait
-			s.armTimerLocked(now)
-			s.requestsMu.Unlock()
+			s.waitForTokensLocked(now, wait)
 			return 0
 		}
 		room = int(min(int64(room), tokens))
 	}
+	if s.byteBucket != nil && bytes > 0 {
+		n, _ := s.byteBucket.Affords(now, bytes) // ScheduleWith checked the size: no error
+		if n == 0 {
+			wait, _ := s.byteBucket.Wait(now, bytes)
+			s.waitForTokensLocked(now, wait)
+			return 0
+		}
+		room = int(min(int64(room), n))
+	}
 	return room
 }
 
-// spendLocked charges the budget for a message whose send begins now: a
-// token, if there is a rate. The offer's size has made sure there is one.
-// Caller holds offersMu.
-func (s *Scheduler) spendLocked() {
-	if s.bucket != nil {
-		_, _ = s.bucket.Take(s.now(), 1) // cannot fail: see budgetRoomLocked
+// waitForTokensLocked makes the timer fire when the tokens that waiting
+// senders need are due, wait after now. Caller holds offersMu.
+func (s *Scheduler) waitForTokensLocked(now, wait time.Duration) {
+	s.requestsMu.Lock()
+	s.tokenDue, s.tokenAt = true, now+wait
+	s.armTimerLocked(now)
+	s.requestsMu.Unlock()
+}
+
+// spendLocked charges the budget for a message of the open offer whose
+// send begins now: a token, if there is a rate, and the bytes its sender
+// declared, if there is a byte rate; it returns the bytes, to refund them
+// if the host refuses the send. The offer's size has made sure the budget
+// holds enough. Caller holds offersMu.
+func (s *Scheduler) spendLocked() (bytes int64) {
+	if s.bucket == nil && s.byteBucket == nil {
+		return 0
 	}
+	now := s.now()
+	if s.bucket != nil {
+		_, _ = s.bucket.Take(now, 1) // cannot fail: see budgetRoomLocked
+	}
+	if s.byteBucket != nil && s.offerBytes > 0 {
+		_, _ = s.byteBucket.Take(now, s.offerBytes) // nor can this
+		return s.offerBytes
+	}
+	return 0
 }
 
 // refundLocked gives back what spendLocked charged for a message the host
-// refused. Caller holds offersMu.
-func (s *Scheduler) refundLocked() {
+// refused: its token and its bytes. Caller holds offersMu.
+func (s *Scheduler) refundLocked(bytes int64) {
 	if s.bucket != nil {
 		_ = s.bucket.Give(1) // 1 <= the burst: no error
+	}
+	if s.byteBucket != nil && bytes > 0 {
+		_ = s.byteBucket.Give(bytes) // at most the burst: no error
 	}
 }
 

@@ -39,6 +39,10 @@ var (
 	// ErrUnknownClass: ScheduleWith named a class that Config.Classes does
 	// not declare.
 	ErrUnknownClass = limit.ErrUnknownClass
+	// ErrBadBytes: ScheduleWith was given a negative size in
+	// offer.Options.Bytes, or one above the byte budget's ByteBurst, which
+	// the budget could never pay for.
+	ErrBadBytes = errors.New("peersched: bad declared message size")
 
 	ErrNilReceiver       = receiver.ErrNilReceiver
 	ErrBadTimeout        = receiver.ErrBadTimeout

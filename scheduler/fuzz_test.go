@@ -110,6 +110,16 @@ var fuzzClasses = [3][]limit.Class{
 		{Name: "z", Limit: limit.Unlimited, Parent: "total"}},
 }
 
+// fuzzByteBudgets are the byte budgets a program with bytes may declare
+// ({ByteRate, ByteBurst}: 100 bytes every 10ms, or every 2.5ms), and
+// fuzzSizes the sizes its senders declare: none, several that fit every
+// burst, one that fits only the larger burst, one that fits none, and a
+// negative one.
+var (
+	fuzzByteBudgets = [3][2]int64{{10_000, 1000}, {40_000, 2500}, {10_000, 2500}}
+	fuzzSizes       = [8]int64{0, 100, 400, 1000, 2000, 2600, -1, 250}
+)
+
 var (
 	fuzzTimeouts = [8]time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond,
 		10 * time.Millisecond, 20 * time.Millisecond, 5 * time.Millisecond, 60 * time.Millisecond}
@@ -175,6 +185,9 @@ type fuzzSide struct {
 	// read more bytes for the traffic controls (see runFuzzProgram), where
 	// the programs before them read none, so those keep their meaning.
 	extended bool
+	// withBytes is set for programs that begin with bytesMarker: extended
+	// programs that also read a byte budget, and a size for each sender.
+	withBytes bool
 
 	log        []string // every callback and every operation's result
 	violations []string
@@ -200,6 +213,7 @@ type fuzzSide struct {
 	values     int
 	messages   int
 	sentAt     []time.Duration // when each send the host accepted began
+	sentBytes  []int64         // and the size its sender declared
 }
 
 // now is the time since the side's start.
@@ -312,9 +326,13 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 				opts.Class = names[c-1]
 			}
 		}
+		if sd.withBytes {
+			opts.Bytes = fuzzSizes[in.next()%8]
+			snd.bytes = opts.Bytes
+		}
 		t, err := sd.api.ScheduleWith(snd, priority, opts)
 		sd.returned(nested)
-		sd.logf("schedule s%d prio %d class %q: %s", snd.n, priority, opts.Class, errClass(err))
+		sd.logf("schedule s%d prio %d class %q bytes %d: %s", snd.n, priority, opts.Class, opts.Bytes, errClass(err))
 		snd.ticket, snd.scheduled = t, err == nil
 	case opDeliver, opDeliverWrong, opDeliverUnknown, opRefuse, opRefuseWrong, opRefuseUnknown:
 		id := sd.pickID(in.next())
@@ -456,6 +474,7 @@ type fuzzSender struct {
 	exitedBy  string
 	offers    int
 	offer     offer.Offer // the open offer, during OnOffer
+	bytes     int64       // the size it declared for each message
 	sent      int         // sends through it
 }
 
@@ -724,10 +743,14 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 			sd.violate("%s sent a message with %d in flight in class %s, limit %d", p.id, c.InFlight, c.Name, c.Limit)
 		}
 	}
-	began := sd.now()
+	began, bytes := sd.now(), int64(0)
+	if sd.offered != nil { // always, but for a bug: every send is made through an open offer
+		bytes = sd.offered.bytes
+	}
 	err := p.send(requestID)
 	if err == nil {
 		sd.sentAt = append(sd.sentAt, began)
+		sd.sentBytes = append(sd.sentBytes, bytes)
 	}
 	return err
 }
@@ -800,7 +823,7 @@ var errClasses = []struct {
 	{"nil sender", ErrNilSender}, {"too many senders", ErrTooManySenders},
 	{"expired", ErrOfferExpired}, {"no such channel", ErrNoSuchChannel}, {"channel used", ErrChannelUsed},
 	{"size exceeded", ErrSizeExceeded}, {"peer gone", ErrPeerGone}, {"peer at its limit", ErrPeerAtLimit},
-	{"unknown class", ErrUnknownClass}, {"nil receiver", ErrNilReceiver},
+	{"unknown class", ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"nil receiver", ErrNilReceiver},
 	{"bad timeout", ErrBadTimeout}, {"too many requests", ErrTooManyRequests},
 	{"unknown request", ErrUnknownRequest}, {"wrong peer", ErrWrongPeer},
 	{"duplicate", ErrDuplicateResponse}, {"late", ErrLateResponse},
@@ -839,7 +862,8 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 	defer watchdog.Stop()
 	synctest.Test(t, func(t *testing.T) {
 		in := bytesIn{b: data}
-		extended := len(data) > 0 && data[0] == extendedMarker
+		withBytes := len(data) > 0 && data[0] == bytesMarker
+		extended := withBytes || len(data) > 0 && data[0] == extendedMarker
 		if extended {
 			in.next()
 		}
@@ -860,6 +884,11 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 			}
 			cfg.Classes = fuzzClasses[in.next()%3]
 		}
+		if withBytes {
+			if b := in.next(); b%4 != 0 {
+				cfg.Budget.ByteRate, cfg.Budget.ByteBurst = fuzzByteBudgets[b%4-1][0], fuzzByteBudgets[b%4-1][1]
+			}
+		}
 		mock := clock.NewMock()
 		logs := &recordingHandler{}
 		realCfg := cfg
@@ -872,6 +901,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 		rs, ms := newFuzzSide("real", s, cfg), newFuzzSide("model", m, cfg)
 		rs.mock, ms.model = mock, m
 		rs.extended, ms.extended = extended, extended
+		rs.withBytes, ms.withBytes = withBytes, withBytes
 		for _, c := range cfg.Classes {
 			rs.classNames = append(rs.classNames, c.Name)
 			ms.classNames = append(ms.classNames, c.Name)
@@ -999,23 +1029,53 @@ func finalChecks(t *testing.T, sd *fuzzSide, st Stats) {
 	}
 }
 
-// checkRate checks promise 16's rate: in every window of time, the sends
+// checkRate checks promise 16's rates: in every window of time, the sends
 // the host accepted number at most the budget's burst plus its rate times
-// the window.
+// the window, and the bytes their senders declared add up to at most the
+// byte burst plus the byte rate times the window.
 func checkRate(t *testing.T, sd *fuzzSide) {
 	t.Helper()
 	b := sd.cfg.Budget
-	if b.Rate == 0 {
-		return
+	if b.Rate > 0 {
+		if over := overspent(sd.sentAt, nil, b.Rate, max(b.Burst, 1)); over != "" {
+			t.Fatalf("%s: %s messages", sd.name, over)
+		}
 	}
-	at := slices.Sorted(slices.Values(sd.sentAt))
-	for i := range at {
-		for j := i; j < len(at); j++ {
-			if sends := int64(j - i + 1); (sends-max(b.Burst, 1))*int64(time.Second) > b.Rate*int64(at[j]-at[i]) {
-				t.Fatalf("%s: %d sends between %v and %v, above %d/s in bursts of %d", sd.name, sends, at[i], at[j], b.Rate, b.Burst)
+	if b.ByteRate > 0 {
+		if over := overspent(sd.sentAt, sd.sentBytes, b.ByteRate, b.ByteBurst); over != "" {
+			t.Fatalf("%s: %s bytes", sd.name, over)
+		}
+	}
+}
+
+// overspent checks a token bucket's promise on a record of sends: in every
+// window of time, the sends that began in it cost at most the burst plus
+// the rate (per second) times the window. at holds when each send began,
+// and cost what each cost (nil: one each). It describes the first window
+// that breaks the promise, or returns "".
+func overspent(at []time.Duration, cost []int64, rate, burst int64) string {
+	order := make([]int, len(at))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(at[i], at[j]) })
+	costOf := func(k int) int64 {
+		if cost == nil {
+			return 1
+		}
+		return cost[order[k]]
+	}
+	for i := range order {
+		spent := int64(0)
+		for j := i; j < len(order); j++ {
+			spent += costOf(j)
+			window := at[order[j]] - at[order[i]]
+			if (spent-burst)*int64(time.Second) > rate*int64(window) {
+				return fmt.Sprintf("%d spent between %v and %v, above %d/s in bursts of %d:", spent, at[order[i]], at[order[j]], rate, burst)
 			}
 		}
 	}
+	return ""
 }
 
 // checkBalanced checks promise 3: open + closed = channels, for every peer
@@ -1175,6 +1235,29 @@ var fuzzSeeds = [][]byte{
 	extendedProgram(0, 0, 0, 0, 0, 0, connectDrivenOp(1, 1, []byte{1, 1}, 6, 0, refuseByte(opDeliver), 0, 1),
 		connectFixedOp(2, 1, 6, 0, refuseByte(opDeliver), 0, 0), classedOp(0, 0, 0, 0), classedOp(0, 0, 0, 1<<3),
 		advanceOp(1), refuseOp(0), advanceOp(6)),
+
+	// Programs with bytes.
+	// 100 bytes every 10ms, in bursts of 1000: a sender alone that declares
+	// 400 bytes is offered 2 channels of 3; the next, of 400 too, waits
+	// for the bytes, and one that declares none waits behind it. Their
+	// requests time out at 10ms and channels reopen, but only at 20ms are
+	// the bytes there: then both go, in their order.
+	bytesProgram(0, 0, 0, 0, 0, 0, 1, connectFixedOp(1, 3), sizedOp(0, 0, 2, 2, 3<<5), sizedOp(0, 0, 2, 0, 0),
+		sizedOp(0, 0, 0, 0, 0), advanceOp(1), advanceOp(1), advanceOp(1), advanceOp(1), advanceOp(6)),
+	// In bursts of 2500: sizes above the burst and below zero are
+	// refused; a send the host refuses gives its 2000 bytes back, so the
+	// next sender of 2000 goes at once; a sender of 1000 at a higher
+	// priority then waits, and one of 100 behind it too, until the first
+	// is withdrawn: then the second goes at once.
+	bytesProgram(0, 0, 0, 0, 0, 0, 3, connectFixedOp(1, 3, 3, 0, 0), sizedOp(0, 0, 5, 0, 0), sizedOp(0, 0, 6, 0, 0),
+		sizedOp(0, 0, 4, 0, 7), sizedOp(0, 0, 4, 0, 7), sizedOp(3, 0, 3, 0, 7), sizedOp(0, 0, 1, 0, 7),
+		withdrawSenderOp(4), advanceOp(6), advanceOp(6)),
+	// Every control at once: two in flight, 50 messages a second in bursts
+	// of 2, a tree of classes, and 100 bytes every 2.5ms in bursts of 2500;
+	// notifications pay in bytes too.
+	bytesProgram(0, 0, 0, 2, 2|1<<2, 2, 2, connectFixedOp(1, 3), connectVegasOp(2, 2), sizedOp(0, 1, 4, 2, 3<<5),
+		sizedOp(1, 2, 3, 3, 1), sizedOp(0, 4, 7, 2, 3<<5), sizedOp(2, 0, 2, 0, 0), deliverOp(0), advanceOp(1),
+		advanceOp(3), deliverOp(0), advanceOp(6), advanceOp(6)),
 }
 
 // extendedMarker, as a program's first byte, makes it an extended program:
@@ -1188,6 +1271,14 @@ var fuzzSeeds = [][]byte{
 // delivery and has refusalBit set is the matching refusal (see opOf).
 // A program whose first byte is anything else reads as it always has.
 const extendedMarker = 0xff
+
+// bytesMarker, as a program's first byte, makes it an extended program
+// with bytes: it reads as an extended program does, and more: one byte
+// after the Classes' for the byte budget (mod 4: 0 none, else one of
+// fuzzByteBudgets), and one more in each schedule, after the class's, for
+// the size the sender declares (fuzzSizes, mod 8). A new marker, rather
+// than more bytes read by extended programs, keeps what those read.
+const bytesMarker = 0xfe
 
 // The program encoder: each function writes one operation as exec reads it.
 
@@ -1223,6 +1314,19 @@ func scheduleOp(priority byte, plan ...byte) []byte {
 // fuzzClasses to declare. Its schedules take classedOp.
 func extendedProgram(maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes byte, ops ...[]byte) []byte {
 	return slices.Concat([]byte{extendedMarker, maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes}, slices.Concat(ops...))
+}
+
+// bytesProgram is extendedProgram for a program with bytes, with the byte
+// budget's byte: 0 none, else fuzzByteBudgets[byteBudget-1]. Its schedules
+// take sizedOp.
+func bytesProgram(maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes, byteBudget byte, ops ...[]byte) []byte {
+	return slices.Concat([]byte{bytesMarker, maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes, byteBudget}, slices.Concat(ops...))
+}
+
+// sizedOp is classedOp in a program with bytes, with the index in
+// fuzzSizes of the size the sender declares.
+func sizedOp(priority, class, size byte, plan ...byte) []byte {
+	return append(classedOp(priority, class, plan...), size)
 }
 
 // classedOp is scheduleOp in an extended program, with the sender's class:

@@ -60,6 +60,15 @@ package scheduler
 //     takes a token when it begins, and a send the host refuses gives it
 //     back. With an in-flight cap or classes, any message's end (a
 //     disconnect's too) is followed by offers.
+//   - The byte budget: a sender declares a size for its messages when it is
+//     scheduled (a negative one, or one above the byte burst, is refused
+//     first, before anything else is checked but the nil sender). When the
+//     next sender to be offered channels declares more bytes than the byte
+//     bucket holds, nobody is offered anything until the bucket has them,
+//     and offers resume then; its offer's size is cut to the messages the
+//     bytes pay for. A send takes its sender's size when it begins, and a
+//     send the host refuses gives it back. Withdrawing a sender is followed
+//     by offers: the senders behind it may have waited for it.
 //   - Classes: a message books its sender's class, and every ancestor, when
 //     its send begins, and releases them when it ends, however it ends (a
 //     refused send included). The next sender offered is the first that
@@ -83,7 +92,8 @@ type model struct {
 	maxSenders, maxRequests, maxOffer int
 	budget                            Budget
 	bucket                            *limit.Bucket
-	tokenDue                          bool // senders wait for the next token, due at tokenAt
+	byteBucket                        *limit.Bucket // the byte rate's; nil without one
+	tokenDue                          bool          // senders wait for the next token, due at tokenAt
 	tokenAt                           time.Duration
 	classes                           []mClass
 
@@ -139,7 +149,8 @@ type mClass struct {
 type mSender struct {
 	s        offer.Sender
 	priority int
-	class    int // index into model.classes plus one; 0 for none
+	class    int   // index into model.classes plus one; 0 for none
+	bytes    int64 // the size it declared; 0 without a byte rate
 	ticket   offer.Ticket
 	declined bool
 	held     bool   // its offer ended with sends in progress
@@ -154,11 +165,12 @@ type mOffer struct {
 	openings   uint64
 	channels   []mChannel
 	used       []bool
-	size, sent int  // sent: claims, in progress or accepted
-	class      int  // the sender's
-	inProgress int  // sends the host has not returned from
-	accepted   bool // a send was accepted: the sender has left
-	discard    bool // stopped while undecided: discard unless a send is accepted
+	size, sent int   // sent: claims, in progress or accepted
+	class      int   // the sender's
+	bytes      int64 // the size the sender declared
+	inProgress int   // sends the host has not returned from
+	accepted   bool  // a send was accepted: the sender has left
+	discard    bool  // stopped while undecided: discard unless a send is accepted
 }
 
 type mCallback struct {
@@ -240,12 +252,16 @@ func newModel(cfg Config) *model {
 	if b := cfg.Budget; b.Rate > 0 {
 		m.bucket, _ = limit.NewBucket(b.Rate, max(b.Burst, 1))
 	}
+	if b := cfg.Budget; b.ByteRate > 0 {
+		m.byteBucket, _ = limit.NewBucket(b.ByteRate, b.ByteBurst)
+	}
 	return m
 }
 
-// budgetRoom is how many sends the budget allows now, and if none because
-// of the rate, how long until the next token.
-func (m *model) budgetRoom() (room int, wait time.Duration) {
+// budgetRoom is how many sends of the given declared size the budget
+// allows now, and if none because of a rate, how long until the tokens
+// are there.
+func (m *model) budgetRoom(bytes int64) (room int, wait time.Duration) {
 	room = math.MaxInt
 	if m.budget.MaxInFlight > 0 {
 		closed := 0
@@ -263,6 +279,13 @@ func (m *model) budgetRoom() (room int, wait time.Duration) {
 			return 0, wait
 		}
 		room = min(room, int(tokens))
+	}
+	if m.byteBucket != nil && bytes > 0 {
+		if m.byteBucket.Tokens(m.now) < bytes {
+			wait, _ := m.byteBucket.Wait(m.now, bytes)
+			return 0, wait
+		}
+		room = min(room, int(m.byteBucket.Tokens(m.now)/bytes))
 	}
 	return room, 0
 }
@@ -290,16 +313,22 @@ func (m *model) unbook(class int) {
 	}
 }
 
-// spend and refund charge a send to the rate, and give it back.
-func (m *model) spend() {
+// spend and refund charge a send of bytes to the rates, and give it back.
+func (m *model) spend(bytes int64) {
 	if m.bucket != nil {
 		_, _ = m.bucket.Take(m.now, 1)
 	}
+	if m.byteBucket != nil && bytes > 0 {
+		_, _ = m.byteBucket.Take(m.now, bytes)
+	}
 }
 
-func (m *model) refund() {
+func (m *model) refund(bytes int64) {
 	if m.bucket != nil {
 		_ = m.bucket.Give(1)
+	}
+	if m.byteBucket != nil && bytes > 0 {
+		_ = m.byteBucket.Give(bytes)
 	}
 }
 
@@ -384,14 +413,14 @@ func (m *model) offerNext() bool {
 	if i < 0 {
 		return false
 	}
-	room, wait := m.budgetRoom()
+	snd, openings := m.queue[i], m.openings
+	room, wait := m.budgetRoom(snd.bytes)
 	if room == 0 {
 		if wait > 0 {
 			m.tokenDue, m.tokenAt = true, m.now+wait
 		}
 		return false
 	}
-	snd, openings := m.queue[i], m.openings
 	m.passOver(snd.priority)
 	room = min(room, m.classRoom(snd.class))
 	size := 1
@@ -400,7 +429,7 @@ func (m *model) offerNext() bool {
 	}
 	chans := m.best()
 	o := &mOffer{generation: m.offer.generation + 1, live: true, sender: snd, openings: openings, channels: chans,
-		used: make([]bool, len(chans)), size: min(size, len(chans)), class: snd.class}
+		used: make([]bool, len(chans)), size: min(size, len(chans)), class: snd.class, bytes: snd.bytes}
 	m.offer = o
 	m.undecided = append(m.undecided, o)
 	m.call(func() { snd.s.OnOffer(offer.New((*modelCarrier)(m), o.generation)) })
@@ -610,6 +639,8 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 	switch {
 	case s == nil:
 		return 0, ErrNilSender
+	case opts.Bytes < 0 || (m.byteBucket != nil && opts.Bytes > m.budget.ByteBurst):
+		return 0, ErrBadBytes
 	case m.stopped:
 		return 0, ErrStopped
 	case opts.Class != "" && class == 0:
@@ -625,7 +656,11 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 	for at > 0 && m.queue[at-1].priority < priority {
 		at--
 	}
-	m.queue = slices.Insert(m.queue, at, &mSender{s: s, priority: priority, ticket: t, class: class})
+	snd := &mSender{s: s, priority: priority, ticket: t, class: class}
+	if m.byteBucket != nil {
+		snd.bytes = opts.Bytes
+	}
+	m.queue = slices.Insert(m.queue, at, snd)
 	m.want()
 	return t, nil
 }
@@ -639,6 +674,9 @@ func (m *model) WithdrawSender(t offer.Ticket) bool {
 		m.offer.live = false
 	}
 	m.queue = slices.Delete(m.queue, k, k+1)
+	if m.byteBucket != nil {
+		m.want()
+	}
 	return true
 }
 
@@ -715,7 +753,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 		return 0, ErrTooManyRequests
 	}
 	p.closed++
-	m.spend()
+	m.spend(o.bytes)
 	m.book(o.class)
 	q := m.add(r, p)
 	q.class = o.class
@@ -726,7 +764,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 		if !p.gone {
 			p.closed-- // never really taken: not an opening
 		}
-		m.refund()
+		m.refund(o.bytes)
 		c.unclaim(o, i)
 		m.st.SendErrors++
 		m.want()
@@ -754,13 +792,13 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	}
 	o := c.offer
 	p.closed++
-	m.spend()
+	m.spend(o.bytes)
 	m.book(o.class)
 	if err := m.hostSend(p, 0, message); err != nil {
 		if !p.gone {
 			p.closed--
 		}
-		m.refund()
+		m.refund(o.bytes)
 		m.unbook(o.class)
 		c.unclaim(o, i)
 		m.st.SendErrors++
@@ -1084,8 +1122,12 @@ func (m *model) Stop() {
 // could be offered an open channel: the one thing the drainer must never
 // leave behind.
 func (m *model) stranded() bool {
-	room, _ := m.budgetRoom()
-	return !m.stopped && m.open() > 0 && room > 0 && slices.ContainsFunc(m.queue, m.mayBeOffered)
+	i := m.nextSender()
+	if m.stopped || m.open() == 0 || i < 0 {
+		return false
+	}
+	room, _ := m.budgetRoom(m.queue[i].bytes)
+	return room > 0
 }
 
 func (m *model) Stats() Stats {

@@ -61,8 +61,12 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 		return nil, 0, false
 	}
 	room := math.MaxInt
+	s.offerBytes = 0
+	if s.byteBucket != nil {
+		s.offerBytes = s.queue.Bytes(t)
+	}
 	if s.budgeted {
-		if room = s.budgetRoomLocked(); room == 0 {
+		if room = s.budgetRoomLocked(s.offerBytes); room == 0 {
 			return nil, 0, false
 		}
 	}
@@ -194,7 +198,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		return 0, ErrTooManyRequests
 	}
 	s.pool.Close(ref)
-	s.spendLocked()
+	bytes := s.spendLocked()
 	class := s.bookLocked()
 	now := s.now()
 	id := s.table.Add(r, ref, now, timeout, receiver.Terms{Class: class})
@@ -209,14 +213,14 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		if !returned {
 			s.goexitInSend.Store(generation)
 			s.userCodeDidNotReturn("peer send", nil)
-			s.undoRequest(generation, i, id)
+			s.undoRequest(generation, i, id, bytes)
 			s.sendSettled()
 		}
 	}()
 	err = s.hostSend(p, uint64(id), message)
 	returned = true
 	if err != nil {
-		s.undoRequest(generation, i, id)
+		s.undoRequest(generation, i, id, bytes)
 		s.sendSettled()
 		err = s.sendFailed(ch.Peer, err)
 		s.wantOffers()
@@ -253,15 +257,16 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 }
 
 // undoRequest takes back a request whose host send failed: it never
-// existed, and its channel is open again.
-func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID) {
+// existed, its channel is open again, and the budget has its token and
+// bytes back.
+func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID, bytes int64) {
 	s.offersMu.Lock()
 	s.requestsMu.Lock()
 	if f, ok := s.table.Unsend(id); ok {
 		s.pool.Unclose(f.Peer)
 		s.releaseLocked(f.Terms)
 	}
-	s.refundLocked()
+	s.refundLocked(bytes)
 	s.finishSendLocked(generation, i, false)
 	s.sendErrors++
 	s.requestsMu.Unlock()
@@ -279,14 +284,14 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	}
 	ref := ch.Ref()
 	s.pool.Close(ref)
-	s.spendLocked()
+	bytes := s.spendLocked()
 	terms := receiver.Terms{Class: s.bookLocked()}
 	s.offersMu.Unlock()
 
 	undo := func() {
 		s.offersMu.Lock()
 		s.pool.Unclose(ref)
-		s.refundLocked()
+		s.refundLocked(bytes)
 		s.releaseLocked(terms)
 		s.finishSendLocked(generation, i, false)
 		s.sendErrors++

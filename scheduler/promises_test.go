@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -1177,6 +1178,151 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 	require.ErrorIs(t, err, ErrBadConfig, "a burst needs a rate")
 	_, err = New(Config{Budget: Budget{Rate: 1, Burst: limit.MaxBurst + 1}})
 	require.ErrorIs(t, err, ErrBadConfig)
+	for _, b := range []Budget{
+		{ByteRate: -1, ByteBurst: 10},
+		{ByteRate: 10, ByteBurst: -1},
+		{ByteRate: 10},            // a byte rate needs a byte burst: the largest size a sender may declare
+		{ByteBurst: 10},           // and a byte burst needs a byte rate
+		{Rate: 10, ByteBurst: 10}, // a message rate is no byte rate
+		{ByteRate: 1, ByteBurst: limit.MaxBurst + 1},
+	} {
+		_, err = New(Config{Budget: b})
+		require.ErrorIs(t, err, ErrBadConfig, "%+v", b)
+	}
+}
+
+// TestPromise16_BytesPerSecond: the budget's byte rate, counted at the
+// sizes senders declare, is never exceeded; senders it cannot pay for wait
+// in the queue, in their order, without errors.
+func TestPromise16_BytesPerSecond(t *testing.T) {
+	// A byte every millisecond, up to 1000 at once.
+	inBubble(t, Config{Budget: Budget{ByteRate: 1000, ByteBurst: 1000}}, func(w *world) {
+		start := w.clock.Now()
+		// Every send the host was asked to make: when, and the size its
+		// sender declared, which each message carries.
+		var sentAt []time.Duration
+		var sentBytes []int64
+		a := &hostPeer{id: "A"}
+		a.onSend = func(_ uint64, message any) {
+			sentAt = append(sentAt, w.clock.Since(start))
+			sentBytes = append(sentBytes, message.(int64))
+			a.mu.Lock()
+			a.fail = nil // a refusal, below, is for one send only
+			a.mu.Unlock()
+		}
+		require.NoError(t, w.s.Connect(a, 20))
+		rec := newOutcomes()
+		var ids []receiver.RequestID
+		var order []string
+		// sender sends up to n messages of its declared size.
+		sender := func(name string, bytes int64, n int) *script {
+			return &script{name: name, onOffer: func(o offer.Offer) {
+				order = append(order, fmt.Sprintf("%s:%d", name, o.Size()))
+				for i := range min(o.Len(), n) {
+					id, err := o.Request(i, bytes, rec, time.Hour)
+					if err != nil {
+						if !errors.Is(err, errRefused) {
+							require.ErrorIs(t, err, ErrSizeExceeded)
+						}
+						return
+					}
+					ids = append(ids, id)
+				}
+			}}
+		}
+		schedule := func(snd *script, priority int, bytes int64) offer.Ticket {
+			t.Helper()
+			tk, err := w.s.ScheduleWith(snd, priority, offer.Options{Bytes: bytes})
+			require.NoError(t, err, "a sender over the budget waits; it gets no error")
+			return tk
+		}
+		at := func(d time.Duration) {
+			t.Helper()
+			w.advance(d - w.clock.Since(start))
+		}
+
+		// Alone, a sender of 400 bytes may send what the bytes pay for: 2
+		// of 20 open channels.
+		schedule(sender("g", 400, 3), 0, 400)
+		require.Equal(t, []string{"g:2"}, order)
+
+		// 200 bytes left: a sender of 400 waits, and one that declares
+		// nothing waits behind it, rather than go first.
+		schedule(sender("b", 400, 1), 0, 400)
+		schedule(sender("z", 0, 1), 0, 0)
+		require.Equal(t, []string{"g:2"}, order)
+		require.Equal(t, 2, w.s.Stats().SendersWaiting)
+		at(199 * time.Millisecond)
+		require.Equal(t, []string{"g:2"}, order, "399 bytes: one short")
+		at(200 * time.Millisecond)
+		require.Equal(t, []string{"g:2", "b:1", "z:17"}, order, "in their order, once the bytes are there")
+
+		// Priority first: a sender of 500 at a higher priority goes before
+		// one of 300 that came first, though the 300 are there sooner.
+		schedule(sender("low", 300, 1), 0, 300)
+		schedule(sender("high", 500, 1), 5, 500)
+		at(500 * time.Millisecond)
+		require.Len(t, order, 3, "the high sender waits for its 500 bytes; the low one waits behind it")
+		at(700 * time.Millisecond)
+		require.Equal(t, []string{"g:2", "b:1", "z:17", "high:1"}, order)
+
+		// A send the host refuses costs no bytes: they are back for the
+		// next sender at once. The refused sender sent nothing, so it
+		// keeps its place, passed over until a channel opens.
+		a.mu.Lock()
+		a.fail = errRefused
+		a.mu.Unlock()
+		at(1000 * time.Millisecond)
+		require.Equal(t, []string{"g:2", "b:1", "z:17", "high:1", "low:1"}, order)
+		schedule(sender("m", 300, 1), 0, 300)
+		require.Equal(t, []string{"g:2", "b:1", "z:17", "high:1", "low:1", "m:1"}, order, "the refused send's bytes paid for m")
+
+		// A large sender at the head holds up a small one behind it until
+		// it is withdrawn; then the small one goes as soon as its bytes
+		// are there.
+		big := schedule(sender("big", 1000, 1), 9, 1000)
+		schedule(sender("small", 100, 1), 0, 100)
+		at(1050 * time.Millisecond)
+		require.Len(t, order, 6)
+		require.True(t, w.s.WithdrawSender(big))
+		require.Len(t, order, 6, "50 bytes: not yet")
+		at(1100 * time.Millisecond)
+		require.Equal(t, "small:1", order[len(order)-1], "the timer was armed for the small sender's bytes, not the big one's")
+
+		require.Equal(t, []int64{400, 400, 400, 0, 500, 300, 300, 100}, sentBytes, "the host was asked for every send, the refused one too")
+		require.Equal(t, []time.Duration{0, 0, 200 * time.Millisecond, 200 * time.Millisecond, 700 * time.Millisecond,
+			1000 * time.Millisecond, 1000 * time.Millisecond, 1100 * time.Millisecond}, sentAt)
+		// The promise itself, over every window of the accepted sends (the
+		// refused one, the sixth, spent nothing).
+		accepted := slices.Delete(slices.Clone(sentAt), 5, 6)
+		acceptedBytes := slices.Delete(slices.Clone(sentBytes), 5, 6)
+		require.Empty(t, overspent(accepted, acceptedBytes, 1000, 1000))
+		require.NotEmpty(t, overspent(sentAt, sentBytes, 1000, 1000), "counted as spent, the refused send would have overspent: the check can fail")
+		require.Equal(t, 1, w.s.Stats().SendersWaiting, "low, passed over since its send was refused")
+
+		// Bad sizes are refused, and change nothing.
+		before := w.s.Stats()
+		for _, bytes := range []int64{-1, 1001, math.MaxInt64} {
+			_, err := w.s.ScheduleWith(&script{}, 0, offer.Options{Bytes: bytes})
+			require.ErrorIs(t, err, ErrBadBytes, "%d bytes", bytes)
+		}
+		require.Equal(t, before, w.s.Stats())
+		_, err := w.s.ScheduleWith(nil, 0, offer.Options{Bytes: -1})
+		require.ErrorIs(t, err, ErrNilSender, "a nil sender is the first thing checked")
+	})
+
+	// Without a byte rate a size is not used: any size that is not
+	// negative is taken, and nothing waits for bytes.
+	inBubble(t, Config{Budget: Budget{MaxInFlight: 5}}, func(w *world) {
+		w.connect("A", 10)
+		var sizes []int
+		_, err := w.s.ScheduleWith(&script{onOffer: func(o offer.Offer) { sizes = append(sizes, o.Size()) }}, 0,
+			offer.Options{Bytes: math.MaxInt64})
+		require.NoError(t, err)
+		require.Equal(t, []int{5}, sizes)
+		_, err = w.s.ScheduleWith(&script{}, 0, offer.Options{Bytes: -1})
+		require.ErrorIs(t, err, ErrBadBytes)
+	})
 }
 
 func TestPromise17_ClassBooking(t *testing.T) {

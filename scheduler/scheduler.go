@@ -43,7 +43,8 @@
 //     peer turned a request away, overloaded, tells the scheduler with
 //     Refuse). A peer's channels are only open below its current limit.
 //   - Config.Budget caps the application's messages in flight and their
-//     rate, over every peer.
+//     rate, over every peer, and perhaps their bytes per second, counted
+//     at the sizes senders declare in ScheduleWith.
 //   - Config.Classes cap the messages in flight of each class of traffic
 //     that senders name in ScheduleWith, in a tree.
 //
@@ -129,9 +130,10 @@ type Config struct {
 	// outstanding ID). MaxRequests must not exceed its size; 0 then means
 	// the smaller of DefaultMaxRequests and the size.
 	RequestIDs receiver.IDRange
-	// Budget caps the traffic of the whole application: messages in flight
-	// and messages per second, over every peer. While it is spent, senders
-	// wait. The zero Budget caps nothing.
+	// Budget caps the traffic of the whole application: messages in flight,
+	// messages per second and bytes per second (at the sizes senders
+	// declare), over every peer. While it is spent, senders wait. The zero
+	// Budget caps nothing.
 	Budget Budget
 	// Classes declares the classes of traffic senders may book (see
 	// ScheduleWith): each with a limit on its messages in flight and
@@ -179,9 +181,11 @@ type Scheduler struct {
 	queue      offer.Queue
 	book       offer.Book
 	bucket     *limit.Bucket  // the budget's rate; nil without one
+	byteBucket *limit.Bucket  // the budget's byte rate; nil without one
 	classes    *limit.Classes // nil without classes
 	pass       *limit.Pass    // over classes, reset for every offer
 	offerClass int32          // the open offer's sender's class plus one; 0 for none
+	offerBytes int64          // the size the open offer's sender declared; 0 without a byte rate
 	// bookingErrors counts bookings and releases that classes refused: a
 	// broken invariant, which the tests check never happens.
 	bookingErrors uint64
@@ -228,8 +232,9 @@ const (
 // New returns a running Scheduler. It fails with ErrBadConfig for negative
 // caps, a MaxRequests above MaxRequestsLimit, a bad RequestIDs range or
 // one smaller than MaxRequests, a Budget that is negative, has a Burst
-// without a Rate, or a Burst above limit.MaxBurst, or Classes that
-// limit.NewClasses refuses (the error wraps both).
+// without a Rate, a ByteRate without a ByteBurst or the other way round,
+// or a burst above limit.MaxBurst, or Classes that limit.NewClasses
+// refuses (the error wraps both).
 func New(cfg Config) (*Scheduler, error) {
 	maxRequests, idErr := requestIDConfig(cfg)
 	switch {
@@ -250,6 +255,7 @@ func New(cfg Config) (*Scheduler, error) {
 			return nil, fmt.Errorf("%w: %w", ErrBadConfig, err)
 		}
 	}
+	bucket, byteBucket := cfg.Budget.buckets()
 	s := &Scheduler{
 		clock:       cfg.Clock,
 		log:         cfg.Logger,
@@ -260,7 +266,8 @@ func New(cfg Config) (*Scheduler, error) {
 		budget:      cfg.Budget,
 		gated:       cfg.Budget.MaxInFlight > 0 || classes != nil,
 		budgeted:    cfg.Budget != (Budget{}),
-		bucket:      cfg.Budget.bucket(),
+		bucket:      bucket,
+		byteBucket:  byteBucket,
 		classes:     classes,
 		quiet:       make(chan struct{}),
 	}
@@ -413,17 +420,24 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 	return s.ScheduleWith(snd, priority, offer.Options{})
 }
 
-// ScheduleWith is Schedule with the sender's terms in opts: its class (see
-// offer.Options). A sender whose class, or any ancestor, has as many
-// messages in flight as its limit is passed over while it is, keeping its
-// place; once a message of the class ends it comes first again among those
-// behind it. Its offers let it send only as many messages as the class has
-// room for. It fails, changing nothing, with ErrNilSender, ErrStopped,
-// ErrUnknownClass (a class not declared in Config.Classes) or
-// ErrTooManySenders.
+// ScheduleWith is Schedule with the sender's terms in opts: its class and
+// the size of its messages (see offer.Options). A sender whose class, or
+// any ancestor, has as many messages in flight as its limit is passed over
+// while it is, keeping its place; once a message of the class ends it
+// comes first again among those behind it. Its offers let it send only as
+// many messages as the class has room for, and as the byte budget
+// (Budget.ByteRate) pays for at the size it declares; while the byte
+// budget cannot pay for one, the sender waits, keeping its place, and so
+// do the senders behind it (see Budget). It fails, changing nothing, with
+// ErrNilSender, ErrBadBytes (a negative size, or one above the byte
+// budget's ByteBurst), ErrStopped, ErrUnknownClass (a class not declared
+// in Config.Classes) or ErrTooManySenders.
 func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error) {
 	if snd == nil {
 		return 0, ErrNilSender
+	}
+	if err := s.budget.checkBytes(opts.Bytes); err != nil {
+		return 0, err
 	}
 	s.offersMu.Lock()
 	if s.stopped {
@@ -448,6 +462,9 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 	} else {
 		t = s.queue.Push(snd, priority)
 	}
+	if s.byteBucket != nil && opts.Bytes > 0 {
+		s.queue.SetBytes(t, opts.Bytes)
+	}
 	s.offersMu.Unlock()
 	s.wantOffers()
 	return t, nil
@@ -467,14 +484,22 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 // time.AfterFunc timer does not wait for its function). A send that OnOffer
 // began before the withdrawal finishes as usual; if the host accepts it, the
 // request is live and its receiver will be called.
+//
+// Under a byte budget the withdrawn sender may have been the one the
+// senders behind it waited for (see Budget); they are offered channels at
+// once if the budget pays for them.
 func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
 	s.offersMu.Lock()
-	defer s.offersMu.Unlock()
 	if _, waiting := s.queue.Remove(t); !waiting {
+		s.offersMu.Unlock()
 		return false
 	}
 	if live, ok := s.book.Live(); ok && live == t {
 		s.book.Expire()
+	}
+	s.offersMu.Unlock()
+	if s.byteBucket != nil {
+		s.wantOffers()
 	}
 	return true
 }

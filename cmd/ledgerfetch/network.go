@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -50,6 +51,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 			Ledger:       l,
 			Seed:         o.seed,
 			Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
+			Refuse:       refusalsTo(host),
 			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
 			OnReconnect:  func(p *simnet.Peer) { _ = ready.Host.Connect(p, o.peerChannels()) },
 		})
@@ -110,6 +112,20 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 	}
 	warn(fmt.Sprintf("only %d of %d peers connected within %v; fetching from those", n, o.peers, o.wait))
 	return net, roles, nil
+}
+
+// refusalsTo returns what simnet calls with a peer's refusal: host's
+// Refuse, if it takes refusals (both strategies' hosts do, see
+// fetch.Refuser), or nil, which makes simulated peers answer empty instead.
+// Over TCP there are no refusals to pass on: rippled's TMGetObjectByHash
+// has no "busy" status, so a tcpnet server that turns a request away
+// answers it empty (see tcpnet.Behaviour.Service).
+func refusalsTo(host tcpnet.Host) func(from peer.ID, id receiver.RequestID) {
+	r, ok := host.(fetch.Refuser)
+	if !ok {
+		return nil
+	}
+	return func(from peer.ID, id receiver.RequestID) { _ = r.Refuse(from, id) }
 }
 
 // readyHost passes everything to its Host and closes ready once want peers

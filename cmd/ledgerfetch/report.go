@@ -131,8 +131,8 @@ func writeReport(w io.Writer, r result) {
 			r.BaseIndex, r.BaseFile, commas(r.Reused), size(r.ReusedBytes), commas(r.Objects))
 	}
 	fmt.Fprintf(w, "  requests     %s sent, %s answered, %s hedges at the tail\n", commas(r.Requests), commas(r.Answered), commas(r.Hedges))
-	fmt.Fprintf(w, "  failures     %s timed out, %s by disconnection, %s of the wrong type, %s sends refused\n",
-		commas(r.Timeouts), commas(r.Disconnects), commas(r.BadResponses), commas(r.SendErrors))
+	fmt.Fprintf(w, "  failures     %s timed out, %s refused by busy peers, %s by disconnection, %s of the wrong type, %s sends refused\n",
+		commas(r.Timeouts), commas(r.Refused), commas(r.Disconnects), commas(r.BadResponses), commas(r.SendErrors))
 	fmt.Fprintf(w, "  asked again  %s objects (%s missing, %s corrupt, the rest in failed requests)\n",
 		commas(r.Retries), commas(r.Missing), commas(r.Corrupt))
 	d := r.Dropped

@@ -116,7 +116,8 @@ func TestBothStrategiesText(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s\nstdout: %s", code, stderr, stdout)
 	}
-	for _, want := range []string{"scheduler: ", "peerset: ", "strategy scheduler", "strategy peerset", "comparison", "p50", "utilisation"} {
+	for _, want := range []string{"scheduler: ", "peerset: ", "strategy scheduler", "strategy peerset", "comparison", "p50", "utilisation",
+		" refused by busy peers, "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}

@@ -49,10 +49,12 @@ func virtualFetch(t *testing.T, o options, l *ledger.Ledger, strategy string) (f
 			host = ps
 			run = func() (fetch.Report, error) { return ps.Run(context.Background()) }
 		}
+		refuse := refusalsTo(host) // as startNetwork wires it: to the host itself
 		host = withLimits(host, o)
 		sim, err := simnet.New(simnet.Config{
 			Ledger: l, Clock: clk, Seed: o.seed,
 			Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
+			Refuse:       refuse,
 			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
 			OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, o.peerChannels()) },
 		})

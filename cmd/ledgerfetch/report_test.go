@@ -1,0 +1,21 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/peersched/peersched/fetch"
+)
+
+// TestReportPrintsRefusals: the failures line counts the requests busy
+// peers refused (fetch.Report.Refused) next to the timeouts, apart from
+// the sends the transport refused.
+func TestReportPrintsRefusals(t *testing.T) {
+	var out strings.Builder
+	writeReport(&out, result{Report: fetch.Report{Strategy: "scheduler", Timeouts: 3, Refused: 1234, Disconnects: 5,
+		BadResponses: 2, SendErrors: 1}})
+	const want = "  failures     3 timed out, 1,234 refused by busy peers, 5 by disconnection, 2 of the wrong type, 1 sends refused\n"
+	if !strings.Contains(out.String(), want) {
+		t.Fatalf("report lacks\n%s\nin\n%s", want, out.String())
+	}
+}
