@@ -6,6 +6,7 @@ package offer
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/peersched/peersched/peer"
@@ -105,7 +106,9 @@ type Status struct {
 type Carrier interface {
 	OfferStatus(generation uint64) Status
 	OfferChannel(generation uint64, i int) (Channel, bool)
-	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error)
+	// OfferRequest sends a request; soft is 0 for a request with one
+	// deadline, hard.
+	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error)
 	OfferNotify(generation uint64, i int, message any, digest time.Duration) error
 }
 
@@ -169,7 +172,25 @@ func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Dur
 	if o.carrier == nil {
 		return 0, ErrExpired
 	}
-	return o.carrier.OfferRequest(o.generation, i, message, r, timeout)
+	return o.carrier.OfferRequest(o.generation, i, message, r, 0, timeout)
+}
+
+// RequestSoft is Request with two deadlines (seed 002's two-phase
+// timeout): at soft, if no answer has come, a receiver that is a
+// receiver.SlowReceiver is told the request is slow (OnSlow, at most once),
+// and the request stays live, keeping its channel closed, so the sender may
+// ask another peer meanwhile; at hard it fails with receiver.Timeout as a
+// Request's one deadline does. Both are measured from the send, and
+// 0 < soft < hard, or the error is receiver.ErrBadTimeout. Its other errors
+// are Request's.
+func (o Offer) RequestSoft(i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error) {
+	if o.carrier == nil {
+		return 0, ErrExpired
+	}
+	if soft <= 0 || soft >= hard {
+		return 0, fmt.Errorf("%w: soft deadline %v, hard %v: need 0 < soft < hard", receiver.ErrBadTimeout, soft, hard)
+	}
+	return o.carrier.OfferRequest(o.generation, i, message, r, soft, hard)
 }
 
 // Notify sends message as a notification on the i-th channel, closing it until

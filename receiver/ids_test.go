@@ -83,7 +83,7 @@ func TestRangedStrayResponses(t *testing.T) {
 	require.True(t, ended)
 	_, _, err = tab.Respond(answered, "A", "again")
 	require.ErrorIs(t, err, ErrDuplicateResponse)
-	f, ended := tab.Expire(time.Second)
+	f, _, ended := tab.Expire(time.Second)
 	require.True(t, ended)
 	require.Equal(t, expired, f.ID, "the finished record carries the ranged ID")
 	_, _, err = tab.Respond(expired, "A", "late")

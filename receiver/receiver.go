@@ -61,6 +61,24 @@ type Receiver interface {
 	OnFailure(id RequestID, from peer.ID, reason Reason)
 }
 
+// SlowReceiver is a Receiver that wants to know when a request passes its
+// soft deadline (a request sent with one: offer.Offer.RequestSoft). The
+// scheduler calls OnSlow at most once per request, after the soft deadline
+// and before the request's one final call (OnResponse or OnFailure), which
+// still comes: the request stays live, holding its channel, until its
+// response, its hard deadline, its peer's disconnect or a stop. A receiver
+// typically asks another peer meanwhile (hedging), and takes whichever
+// answer comes first. OnSlow runs like the other receiver callbacks (never
+// concurrently with them, never under a scheduler lock), and is not made
+// once the request is withdrawn or has ended. Receivers that are not
+// SlowReceivers are not told.
+type SlowReceiver interface {
+	Receiver
+	// OnSlow is called when request id, sent to peer from, passed its soft
+	// deadline without an answer.
+	OnSlow(id RequestID, from peer.ID)
+}
+
 // Funcs adapts a pair of functions to a Receiver. A nil field ignores that
 // outcome.
 type Funcs struct {

@@ -36,6 +36,34 @@ type Table struct {
 	early   map[RequestID]any // responses held back while their request is sent, by handle
 	visited int               // entries FailPeer has looked at, ever
 	ids     *idSpace          // nil: a request's ID is its slot's handle
+	soft    []softState       // by slot; nil until a request has a soft deadline (see AddSoft)
+}
+
+// softState is the second deadline of a request sent with a soft one. Its
+// slot is armed first for the soft deadline, then, once that passes, for the
+// hard one, as if armed at the instant the soft one was due: the slab's arm
+// time is then the send time plus soft.
+type softState struct {
+	soft, hard time.Duration // after the send
+	phase      softPhase
+}
+
+type softPhase uint8
+
+const (
+	noSoft     softPhase = iota // no soft deadline, or the request ended
+	softArmed                   // the slot's deadline is the soft one
+	softPassed                  // the soft deadline passed; armed for the hard one
+	softHeld                    // it passed while the request was being sent: reported by SlowHeld
+)
+
+// Slow names a request whose soft deadline has passed, still live, and the
+// receiver to tell.
+type Slow struct {
+	ID       RequestID
+	Receiver SlowReceiver
+	PeerID   peer.ID
+	handle   timeouts.Handle // the request's slot and generation: see StillLive
 }
 
 type state uint8
@@ -152,6 +180,84 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration, terms 
 	}
 	t.ids.forget(h.Slot())
 	return RequestID(t.ids.issue(h, func(old timeouts.Handle) bool { return t.slab.Get(old) != nil }))
+}
+
+// AddSoft is Add for a request with two deadlines: soft after now, at which
+// Expire reports it slow and it stays live, and hard after now (hard > soft
+// > 0), at which it fails with Timeout as Add's one deadline does. The
+// table keeps 24 bytes more per slot for them, in a slice beside, made when
+// the first such request comes.
+func (t *Table) AddSoft(r Receiver, ref peer.Ref, now, soft, hard time.Duration, terms Terms) RequestID {
+	id := t.Add(r, ref, now, soft, terms)
+	slot := int(t.handle(id).Slot())
+	for len(t.soft) <= slot {
+		t.soft = append(t.soft, softState{})
+	}
+	t.soft[slot] = softState{soft: soft, hard: hard, phase: softArmed}
+	return id
+}
+
+// softOf returns the soft deadline state of slot, or nil if no request ever
+// had one there.
+func (t *Table) softOf(slot int32) *softState {
+	if int(slot) < len(t.soft) {
+		return &t.soft[slot]
+	}
+	return nil
+}
+
+// passSoft re-arms the request in h's slot, whose deadline has just fired,
+// for its hard deadline if the one that fired was its soft one, moving it
+// to phase next; it reports whether it did.
+func (t *Table) passSoft(h timeouts.Handle, next softPhase) bool {
+	st := t.softOf(h.Slot())
+	if st == nil || st.phase != softArmed {
+		return false
+	}
+	sentAt, _ := t.slab.ArmedAt(h)
+	t.slab.Arm(h, sentAt+st.soft, st.hard-st.soft)
+	st.phase = next
+	return true
+}
+
+// SlowHeld returns, once, the slow report of request id if its soft
+// deadline passed while it was being sent; the scheduler asks after Sent,
+// when the request goes on. ok is false otherwise, and for a withdrawn
+// request or a receiver that is no SlowReceiver.
+func (t *Table) SlowHeld(id RequestID) (s Slow, ok bool) {
+	if t.soft == nil {
+		return Slow{}, false
+	}
+	h := t.handle(id)
+	e := t.slab.Get(h)
+	if e == nil || e.state != statePending {
+		return Slow{}, false
+	}
+	st := t.softOf(h.Slot())
+	if st == nil || st.phase != softHeld {
+		return Slow{}, false
+	}
+	st.phase = softPassed
+	return t.slow(h, id, e)
+}
+
+// slow returns the slow report of request id, in h's slot and recorded as
+// e, if its receiver wants one.
+func (t *Table) slow(h timeouts.Handle, id RequestID, e *entry) (Slow, bool) {
+	sr, ok := e.receiver.(SlowReceiver)
+	if !ok {
+		return Slow{}, false
+	}
+	return Slow{ID: id, Receiver: sr, PeerID: t.peerID(e), handle: h}, true
+}
+
+// StillLive reports whether the request s reports is still outstanding and
+// not withdrawn: whether the slow report the scheduler took earlier may
+// still be made. It names the request by its slot and generation, not its
+// ID, which a range of IDs may reuse once the request ends.
+func (t *Table) StillLive(s Slow) bool {
+	e := t.slab.Get(s.handle)
+	return e != nil && e.state == statePending && e.receiver != nil
 }
 
 // Notify records a notification sent to the peer ref at now under terms,
@@ -315,12 +421,32 @@ func (t *Table) strayInRange(id RequestID, h timeouts.Handle) error {
 // call, earliest first, until it reports false: a pending request fails with
 // Timeout, and a notification is done being digested (f.Notification). A
 // request still being sent has its timeout held back until Sent, and is not
-// reported.
-func (t *Table) Expire(now time.Duration) (f Finished, ok bool) {
+// reported. A request whose soft deadline (AddSoft) is due stays live,
+// armed for its hard one; if it is pending and its receiver is a
+// SlowReceiver, Expire reports it in slow (ok is true, f is zero and
+// slow.ID is not), and if it is still being sent, SlowHeld reports it
+// later.
+func (t *Table) Expire(now time.Duration) (f Finished, slow Slow, ok bool) {
 	for {
 		h, e, due := t.slab.PopDue(now)
 		if !due {
-			return Finished{}, false
+			return Finished{}, Slow{}, false
+		}
+		if t.soft != nil {
+			if e.state == stateSending {
+				if t.passSoft(h, softHeld) {
+					continue
+				}
+			} else if t.passSoft(h, softPassed) {
+				id := RequestID(h)
+				if t.ids != nil {
+					id = t.ids.id(h)
+				}
+				if s, ok := t.slow(h, id, e); ok {
+					return Finished{}, s, true
+				}
+				continue
+			}
 		}
 		if e.state == stateSending {
 			if e.held == 0 {
@@ -328,7 +454,7 @@ func (t *Table) Expire(now time.Duration) (f Finished, ok bool) {
 			}
 			continue
 		}
-		return t.finish(h, e, Timeout, nil), true
+		return t.finish(h, e, Timeout, nil), Slow{}, true
 	}
 }
 
@@ -432,9 +558,16 @@ func (t *Table) finish(h timeouts.Handle, e *entry, reason Reason, response any)
 	if e.linked {
 		t.unlink(e)
 	}
+	f.SentAt, _ = t.slab.ArmedAt(h)
+	if st := t.softOf(h.Slot()); st != nil && st.phase != noSoft {
+		if st.phase != softArmed {
+			f.SentAt -= st.soft // armed again for the hard deadline: see softState
+		}
+		st.phase = noSoft
+	}
 	// Field by field for the reason given in Add.
 	e.receiver, e.state, e.held, e.lastEnd = nil, stateFree, e.lastEnd, end // held: how the request before ended
-	f.SentAt, _ = t.slab.Free(h)
+	t.slab.Free(h)
 	return f
 }
 

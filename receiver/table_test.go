@@ -82,11 +82,11 @@ func TestRespondClassifiesWhatItDrops(t *testing.T) {
 	_, _, err = tab.Respond(answered, "A", "again")
 	require.ErrorIs(t, err, ErrDuplicateResponse)
 
-	f, ended = tab.Expire(time.Second)
+	f, _, ended = tab.Expire(time.Second)
 	require.True(t, ended)
 	require.Equal(t, expired, f.ID)
 	require.Equal(t, Timeout, f.Reason)
-	_, ended = tab.Expire(time.Second)
+	_, _, ended = tab.Expire(time.Second)
 	require.False(t, ended, "a deadline ends a request once")
 	_, _, err = tab.Respond(expired, "A", "late")
 	require.ErrorIs(t, err, ErrLateResponse)
@@ -171,7 +171,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 
 	// A failed send drops whatever was held: no receiver is ever called.
 	id = tab.Add(nobody, refs["A"], 0, time.Second, Terms{})
-	_, ended = tab.Expire(time.Second)
+	_, _, ended = tab.Expire(time.Second)
 	require.False(t, ended, "a timeout during the send is held back, not reported")
 	f, ok = tab.Unsend(id)
 	require.True(t, ok)
@@ -236,14 +236,14 @@ func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
 	tab.Sent(id)
 	require.Equal(t, 1, tab.Len(), "a notification is not a request in flight")
 
-	f, ok := tab.Expire(15)
+	f, _, ok := tab.Expire(15)
 	require.True(t, ok)
 	require.True(t, f.Notification, "the notification, armed first, is done first")
 	require.False(t, f.Answered())
 	require.Nil(t, f.Receiver)
 	require.Equal(t, refs["A"], f.Peer)
 	require.Zero(t, f.ID)
-	f, ok = tab.Expire(15)
+	f, _, ok = tab.Expire(15)
 	require.True(t, ok)
 	require.Equal(t, id, f.ID)
 	require.Equal(t, Timeout, f.Reason)
@@ -330,6 +330,6 @@ func TestNotifyingAGonePeerHoldsNothing(t *testing.T) {
 	require.False(t, tab.Notify(peer.Ref{}, 0, time.Second, Terms{}))
 	_, ok := tab.Next()
 	require.False(t, ok, "nothing was recorded")
-	_, ok = tab.Expire(time.Hour)
+	_, _, ok = tab.Expire(time.Hour)
 	require.False(t, ok)
 }

@@ -36,6 +36,7 @@ const (
 	callFailure
 	callDiscard
 	callReport // a panic in a peer's Limiter, recovered under the locks, to log outside them
+	callSlow   // a request passed its soft deadline
 )
 
 func (k callbackKind) String() string {
@@ -48,6 +49,8 @@ func (k callbackKind) String() string {
 		return "Receiver.OnFailure"
 	case callReport:
 		return "limit.Limiter"
+	case callSlow:
+		return "Receiver.OnSlow"
 	}
 	return "Sender.OnDiscard"
 }
@@ -58,7 +61,7 @@ type callback struct {
 	id       receiver.RequestID
 	from     peer.ID
 	receiver receiver.Receiver
-	response any
+	response any // for callReport, the *peer.LimiterPanic; for callSlow, the receiver.Slow
 	sender   offer.Sender
 }
 
@@ -97,6 +100,15 @@ func (q *callbackQueue) pushFinished(f *receiver.Finished) {
 	if f.Answered() {
 		c.kind, c.response = callResponse, f.Response
 	}
+}
+
+// pushSlow queues the OnSlow call for a request past its soft deadline.
+// The request is still live, so the call is checked again when its turn
+// comes (see invoke): it is not made once the request has ended or been
+// withdrawn. It does not count as owed: a live request counts already.
+func (q *callbackQueue) pushSlow(slow receiver.Slow) {
+	c := q.slot()
+	c.kind, c.id, c.from, c.receiver, c.response = callSlow, slow.ID, slow.PeerID, slow.Receiver, slow
 }
 
 func (q *callbackQueue) pop() (callback, bool) {
@@ -229,6 +241,16 @@ func (s *Scheduler) invoke(c *callback) {
 		c.receiver.OnFailure(c.id, c.from, c.reason)
 	case callDiscard:
 		c.sender.OnDiscard()
+	case callSlow:
+		// The request may have ended, or been withdrawn, since the report
+		// was queued; if not, the call starts now, and a withdrawal from
+		// here on finds it started, as promise 11 allows.
+		s.requestsMu.Lock()
+		live := s.table.StillLive(c.response.(receiver.Slow))
+		s.requestsMu.Unlock()
+		if live {
+			c.receiver.(receiver.SlowReceiver).OnSlow(c.id, c.from)
+		}
 	case callReport:
 		p := c.response.(*peer.LimiterPanic)
 		s.log.Error("peersched: recovered a panic in user code", "in", c.kind.String(), "panic", p.Value, "stack", string(p.Stack))

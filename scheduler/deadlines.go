@@ -59,12 +59,20 @@ func (s *Scheduler) onTimer() {
 // expireDueLocked ends every message whose deadline is at or before now:
 // requests fail with Timeout (their callbacks are queued) and notifications
 // are done being digested. Their channels reopen; it reports whether any
-// did. Caller holds offersMu and requestsMu.
+// did. Requests whose soft deadline is due have their OnSlow queued and go
+// on. Caller holds offersMu and requestsMu.
 func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 	for {
-		f, ok := s.table.Expire(now)
+		f, slow, ok := s.table.Expire(now)
 		if !ok {
 			return reopened
+		}
+		if slow.ID != 0 {
+			// A soft deadline: the request goes on; its receiver is told.
+			s.callbacksMu.Lock()
+			s.pending.pushSlow(slow)
+			s.callbacksMu.Unlock()
+			continue
 		}
 		s.releaseLocked(f.Terms)
 		if !f.Notification {

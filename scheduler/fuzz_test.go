@@ -391,7 +391,7 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 			// From inside a callback during an offer (even from the host's
 			// send of another request of that offer): a send on it is the
 			// offered sender's send.
-			snd.request(int(b>>1)%4, &fuzzReceiver{sd: sd, plan: in.take(2)}, fuzzTimeouts[b>>3%8], " during its offer")
+			snd.request(int(b>>1)%4, &fuzzReceiver{sd: sd, plan: in.take(2)}, 0, fuzzTimeouts[b>>3%8], " during its offer")
 			return
 		}
 		if len(sd.kept) == 0 {
@@ -526,19 +526,25 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 	// is made from a helper goroutine that OnOffer waits for, as a sender
 	// handing work to a pool would. Calls from the host's send on that
 	// helper (Stop, Disconnect, withdrawals) must not deadlock.
-	request := func(i int, r receiver.Receiver, timeout time.Duration) { s.request(i, r, timeout, "") }
+	arg := s.plan.next()
+	timeout := fuzzTimeouts[arg%8]
+	// In an extended program, timeouts 4 and 5 (10 and 20ms, as 0 and 1)
+	// come with a soft deadline at half of them.
+	var soft time.Duration
+	if sd.extended && (arg%8 == 4 || arg%8 == 5) {
+		soft = timeout / 2
+	}
+	request := func(i int, r receiver.Receiver, timeout time.Duration) { s.request(i, r, soft, timeout, "") }
 	if b/10%2 == 1 {
 		request = func(i int, r receiver.Receiver, timeout time.Duration) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				s.request(i, r, timeout, "")
+				s.request(i, r, soft, timeout, "")
 			}()
 			<-done
 		}
 	}
-	arg := s.plan.next()
-	timeout := fuzzTimeouts[arg%8]
 	index := int(arg>>3) % max(st.Len, 1)
 	switch b % 10 {
 	case 0:
@@ -594,8 +600,9 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 	}
 }
 
-// request sends a request on channel i of the sender's open offer.
-func (s *fuzzSender) request(i int, r receiver.Receiver, timeout time.Duration, how string) {
+// request sends a request on channel i of the sender's open offer, with a
+// soft deadline if soft is not 0.
+func (s *fuzzSender) request(i int, r receiver.Receiver, soft, timeout time.Duration, how string) {
 	sd := s.sd
 	c, _ := s.offer.Channel(i)
 	fr, _ := r.(*fuzzReceiver)
@@ -606,7 +613,13 @@ func (s *fuzzSender) request(i int, r receiver.Receiver, timeout time.Duration, 
 	}
 	sd.messages++
 	exits := s.exits
-	id, err := s.offer.Request(i, fmt.Sprintf("m%d", sd.messages), r, timeout)
+	var id receiver.RequestID
+	var err error
+	if soft > 0 {
+		id, err = s.offer.RequestSoft(i, fmt.Sprintf("m%d", sd.messages), r, soft, timeout)
+	} else {
+		id, err = s.offer.Request(i, fmt.Sprintf("m%d", sd.messages), r, timeout)
+	}
 	sd.sending = outer
 	sd.logf("s%d request on %d (%s)%s: %#x %s", s.n, i, c.Peer, how, uint64(id), errClass(err))
 	if fr != nil {
@@ -656,6 +669,27 @@ type fuzzReceiver struct {
 	withdrawn bool
 	outcomes  int
 	outcome   string
+	slows     int
+}
+
+// OnSlow checks promise 19: at most once, before the request's one outcome,
+// never after a withdrawal or for a failed send.
+func (r *fuzzReceiver) OnSlow(id receiver.RequestID, from peer.ID) {
+	sd := r.sd
+	sd.logf("%#x: slow at %s", uint64(id), from)
+	r.slows++
+	switch {
+	case r.slows > 1:
+		sd.violate("%#x: reported slow twice", uint64(id))
+	case r.outcomes > 0:
+		sd.violate("%#x: reported slow after its outcome %q", uint64(id), r.outcome)
+	case r.withdrawn:
+		sd.violate("%#x: reported slow after its receiver was withdrawn", uint64(id))
+	case r.returned && !r.sendOK:
+		sd.violate("%#x: reported slow for a failed send", uint64(id))
+	case r.returned && id != r.id, from != r.to:
+		sd.violate("%#x at %s: reported slow for the request %#x to %s", uint64(id), from, uint64(r.id), r.to)
+	}
 }
 
 func (r *fuzzReceiver) OnResponse(id receiver.RequestID, from peer.ID, response any) {
@@ -1181,6 +1215,14 @@ var fuzzSeeds = [][]byte{
 		scheduleOp(0, 0, 0, 1, opByte(opSchedule)), advanceOp(6), scheduleOp(0, 1, 0, 1, opByte(opConnect)), stopOp()),
 
 	// Extended programs.
+	// Soft deadlines (timeout 4: soft 5ms, hard 10ms): reported slow, then
+	// answered; passing while the host sends the request, reported after;
+	// reported slow, then timed out; withdrawn while slow.
+	extendedProgram(0, 0, 0, 0, 0, 0, connectFixedOp(1, 1), classedOp(0, 0, 0, 4), advanceOp(1), deliverOp(0)),
+	extendedProgram(0, 0, 0, 0, 0, 0, connectFixedOp(1, 1, 6, 0, opByte(opAdvance), 1), classedOp(0, 0, 0, 4),
+		deliverOp(0)),
+	extendedProgram(0, 0, 0, 0, 0, 0, connectFixedOp(1, 2), classedOp(0, 0, 2, 4|1<<5), advanceOp(1),
+		withdrawReceiverOp(0), advanceOp(1), deliverOp(1)),
 	// A limit that falls with requests in flight, retiring their channels
 	// as they end, then rises again; a timeout is shown to the limiter too.
 	extendedProgram(0, 0, 0, 0, 0, 0, connectDrivenOp(1, 3, []byte{1, 1, 4, 3}), connectFixedOp(2, 1),

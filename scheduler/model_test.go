@@ -206,9 +206,22 @@ type mReq struct {
 	deadline *mDeadline
 	sending  bool
 	held     outcome // the first outcome that came while sending
-	response any
-	ended    outcome
+	// soft and hard are the deadlines of a request sent with a soft one
+	// (soft 0: none), from sentAt; slow is where it stands with it.
+	soft, hard time.Duration
+	slow       slowPhase
+	response   any
+	ended      outcome
 }
+
+type slowPhase uint8
+
+const (
+	noSlow    slowPhase = iota
+	softArmed           // its deadline is the soft one
+	slowDone            // the soft deadline passed (and OnSlow, if any, was queued)
+	slowHeld            // it passed while the request was being sent: queued once the send returns
+)
 
 type mSlot struct {
 	generation uint32
@@ -217,9 +230,13 @@ type mSlot struct {
 }
 
 type mDeadline struct {
-	at    time.Duration
-	order uint64
-	req   *mReq // a request's timeout, or the end of a notification's digest time
+	at time.Duration
+	// armedAt and order break ties between equal deadlines, as the slab
+	// does: the earlier armed first. A hard deadline armed when a soft one
+	// passed counts as armed at the soft deadline.
+	armedAt time.Duration
+	order   uint64
+	req     *mReq // a request's timeout, or the end of a notification's digest time
 }
 
 func newModel(cfg Config) *model {
@@ -735,7 +752,7 @@ func (c *modelCarrier) unclaim(o *mOffer, i int) {
 	(*model)(c).sendEnded(o, false)
 }
 
-func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
+func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (receiver.RequestID, error) {
 	m := (*model)(c)
 	if r == nil {
 		return 0, ErrNilReceiver
@@ -757,7 +774,12 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	m.book(o.class)
 	q := m.add(r, p)
 	q.class = o.class
-	q.deadline = m.arm(timeout, q)
+	if soft > 0 {
+		q.soft, q.hard, q.slow = soft, timeout, softArmed
+		q.deadline = m.arm(soft, q)
+	} else {
+		q.deadline = m.arm(timeout, q)
+	}
 	if err := m.hostSend(p, uint64(q.id), message); err != nil {
 		m.disarm(q)
 		m.forget(q)
@@ -773,10 +795,15 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	m.sendEnded(o, true)
 	m.st.Sent++
 	q.sending = false
-	if q.held != none {
+	switch {
+	case q.held != none:
 		m.finish(q, q.held)
 		m.endMessage(p)
 		m.want()
+	case q.slow == slowHeld:
+		q.slow = slowDone
+		m.queueSlow(q)
+		m.run()
 	}
 	return q.id, nil
 }
@@ -1015,10 +1042,30 @@ func (m *model) observeRTT(p *mPeer, sample time.Duration) {
 // --- time ---
 
 func (m *model) arm(after time.Duration, q *mReq) *mDeadline {
+	return m.armAt(m.now, after, q)
+}
+
+func (m *model) armAt(at, after time.Duration, q *mReq) *mDeadline {
 	m.armed++
-	d := &mDeadline{at: m.now + after, order: m.armed, req: q}
+	d := &mDeadline{at: at + after, armedAt: at, order: m.armed, req: q}
 	m.deadlines = append(m.deadlines, d)
 	return d
+}
+
+// queueSlow queues OnSlow for q, past its soft deadline, if its receiver
+// wants it; the call checks, when it runs, that q is still live and not
+// withdrawn.
+func (m *model) queueSlow(q *mReq) {
+	sr, ok := q.r.(receiver.SlowReceiver)
+	if !ok {
+		return
+	}
+	id, from := q.id, q.to.id
+	m.pending = append(m.pending, mCallback{f: func() {
+		if q.ended == none && q.r != nil {
+			sr.OnSlow(id, from)
+		}
+	}})
 }
 
 func (m *model) disarm(q *mReq) {
@@ -1026,23 +1073,33 @@ func (m *model) disarm(q *mReq) {
 	q.deadline = nil
 }
 
-// expire fires every deadline at or before now, in (deadline, arming) order,
-// ending each message (its limiter told first) before the next, and reports
-// whether any ended.
+// expire fires every deadline at or before now, one at a time in
+// (deadline, arming) order, ending each message (its limiter told first)
+// before the next, and reports whether any ended. A soft deadline re-arms
+// its request for the hard one and queues OnSlow.
 func (m *model) expire() (ended bool) {
-	slices.SortFunc(m.deadlines, func(a, b *mDeadline) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.order, b.order)) })
-	due := 0
-	for due < len(m.deadlines) && m.deadlines[due].at <= m.now {
-		due++
-	}
-	fired := slices.Clone(m.deadlines[:due])
-	m.deadlines = slices.Delete(m.deadlines, 0, due)
-	for _, d := range fired {
+	for len(m.deadlines) > 0 {
+		slices.SortFunc(m.deadlines, func(a, b *mDeadline) int {
+			return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.armedAt, b.armedAt), cmp.Compare(a.order, b.order))
+		})
+		d := m.deadlines[0]
+		if d.at > m.now {
+			break
+		}
+		m.deadlines = m.deadlines[1:]
 		switch q := d.req; {
 		case q.note:
 			m.release(q, unsentMsg)
 			m.endMessage(q.to)
 			ended = true
+		case q.slow == softArmed:
+			q.deadline = m.armAt(q.sentAt+q.soft, q.hard-q.soft, q)
+			if q.sending {
+				q.slow = slowHeld
+			} else {
+				q.slow = slowDone
+				m.queueSlow(q)
+			}
 		case q.sending:
 			m.hold(q, timedOut)
 			q.deadline = nil

@@ -175,7 +175,7 @@ func (s *Scheduler) sendSettled() {
 	}
 }
 
-func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
+func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (receiver.RequestID, error) {
 	s := (*Scheduler)(c)
 	if r == nil {
 		return 0, ErrNilReceiver
@@ -201,7 +201,12 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	bytes := s.spendLocked()
 	class := s.bookLocked()
 	now := s.now()
-	id := s.table.Add(r, ref, now, timeout, receiver.Terms{Class: class})
+	var id receiver.RequestID
+	if soft > 0 {
+		id = s.table.AddSoft(r, ref, now, soft, timeout, receiver.Terms{Class: class})
+	} else {
+		id = s.table.Add(r, ref, now, timeout, receiver.Terms{Class: class})
+	}
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -247,11 +252,24 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.callbacksMu.Unlock()
 		s.endLocked(f.Peer)
 	}
+	slowQueued := false
+	if !ended && soft > 0 {
+		// Its soft deadline may have passed while the host sent it.
+		if slow, ok := s.table.SlowHeld(id); ok {
+			s.callbacksMu.Lock()
+			s.pending.pushSlow(slow)
+			s.callbacksMu.Unlock()
+			slowQueued = true
+		}
+	}
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
 	s.sendSettled()
-	if ended {
+	switch {
+	case ended:
 		s.wantOffers()
+	case slowQueued:
+		s.run()
 	}
 	return id, nil
 }

@@ -1517,3 +1517,123 @@ func TestPromise18_NoStarvation(t *testing.T) {
 	order = run(Config{PassOverLimit: -1}, false)
 	require.NotContains(t, order, 0)
 }
+
+// slowOutcomes records OnSlow beside the final outcomes.
+type slowOutcomes struct{ *outcomes }
+
+func (o slowOutcomes) OnSlow(id receiver.RequestID, from peer.ID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls[id] = append(o.calls[id], fmt.Sprintf("slow at %s", from))
+}
+
+// TestPromise19_TwoPhaseDeadlines: a request with a soft deadline is reported
+// slow to its receiver at most once, stays live and keeps its channel until
+// its response, its hard deadline, a disconnect or a stop, and still ends
+// exactly once; the sender may meanwhile ask another peer.
+func TestPromise19_TwoPhaseDeadlines(t *testing.T) {
+	const soft, hard = 100 * time.Millisecond, time.Second
+	// send requests once, on the first open channel of peer to, with both
+	// deadlines, through a sender of its own.
+	send := func(w *world, r receiver.Receiver, to peer.ID) receiver.RequestID {
+		var id receiver.RequestID
+		snd := &script{onOffer: func(o offer.Offer) {
+			for i := range o.Len() {
+				if c, _ := o.Channel(i); c.Peer == to {
+					var err error
+					id, err = o.RequestSoft(i, "x", r, soft, hard)
+					require.NoError(t, err)
+					return
+				}
+			}
+		}}
+		_, err := w.s.Schedule(snd, 0)
+		require.NoError(t, err)
+		settleScheduler(w.s)
+		require.NotZero(t, id)
+		return id
+	}
+
+	inEachMode(t, Config{}, func(w *world) {
+		rec := slowOutcomes{newOutcomes()}
+		w.connect("A", 1)
+		w.connect("B", 1)
+
+		// Slow, then answered: OnSlow once, the channel kept; a hedge to
+		// B meanwhile; the first answer is the request's one outcome.
+		id := send(w, rec, "A")
+		w.advance(soft - time.Millisecond)
+		require.Empty(t, rec.of(id))
+		w.advance(time.Millisecond)
+		require.Equal(t, []string{"slow at A"}, rec.of(id))
+		require.Equal(t, 1, w.s.Stats().RequestsInFlight, "still live")
+		require.Equal(t, 1, w.s.Stats().ChannelsClosed, "and A's channel stays closed")
+		hedge := send(w, rec, "B")
+		w.advance(200 * time.Millisecond)
+		require.Equal(t, []string{"slow at A"}, rec.of(id), "reported once")
+		require.NoError(t, w.s.Deliver("A", id, "late but in time"))
+		settleScheduler(w.s)
+		require.Equal(t, []string{"slow at A", "response from A: late but in time"}, rec.of(id))
+		require.True(t, w.s.WithdrawReceiver(hedge), "the hedge is withdrawn, its answer no longer wanted")
+		require.NoError(t, w.s.Deliver("B", hedge, "too late"))
+		w.advance(2 * hard)
+		require.Equal(t, []string{"slow at B"}, rec.of(hedge), "withdrawn after its own slow report: nothing more")
+
+		// Slow, then the hard deadline: the timeout is the outcome.
+		id = send(w, rec, "A")
+		w.advance(hard)
+		require.Equal(t, []string{"slow at A", "failure from A: timeout"}, rec.of(id))
+
+		// Slow, then a disconnect.
+		id = send(w, rec, "A")
+		w.advance(soft)
+		require.NoError(t, w.s.Disconnect("A"))
+		settleScheduler(w.s)
+		require.Equal(t, []string{"slow at A", "failure from A: disconnected"}, rec.of(id))
+
+		// Answered in time: never slow.
+		id = send(w, rec, "B")
+		require.NoError(t, w.s.Deliver("B", id, "quick"))
+		w.advance(2 * hard)
+		require.Equal(t, []string{"response from B: quick"}, rec.of(id))
+
+		// Withdrawn before its soft deadline: no call at all.
+		id = send(w, rec, "B")
+		require.True(t, w.s.WithdrawReceiver(id))
+		w.advance(2 * hard)
+		require.Empty(t, rec.of(id))
+
+		// A receiver that is no SlowReceiver is not told, and the request
+		// still ends at its hard deadline.
+		plain := newOutcomes()
+		id = send(w, plain, "B")
+		w.advance(hard)
+		require.Equal(t, []string{"failure from B: timeout"}, plain.of(id))
+
+		// A stop ends a slow request once, as shut down.
+		id = send(w, rec, "B")
+		w.advance(soft)
+		w.s.Stop()
+		settleScheduler(w.s)
+		require.Equal(t, []string{"slow at B", "failure from B: shutdown"}, rec.of(id))
+	})
+
+	// Bad deadlines: a clear error, and the channel stays open.
+	inBubble(t, Config{}, func(w *world) {
+		w.connect("A", 1)
+		var errs []error
+		snd := &script{onOffer: func(o offer.Offer) {
+			for _, d := range [][2]time.Duration{{0, hard}, {-soft, hard}, {hard, hard}, {2 * hard, hard}} {
+				_, err := o.RequestSoft(0, "x", newOutcomes(), d[0], d[1])
+				errs = append(errs, err)
+			}
+		}}
+		_, err := w.s.Schedule(snd, 0)
+		require.NoError(t, err)
+		require.Len(t, errs, 4)
+		for _, err := range errs {
+			require.ErrorIs(t, err, ErrBadTimeout)
+		}
+		require.Equal(t, 1, w.s.Stats().ChannelsOpen)
+	})
+}

@@ -48,6 +48,11 @@
 //   - Config.Classes cap the messages in flight of each class of traffic
 //     that senders name in ScheduleWith, in a tree.
 //
+// A request may carry a soft deadline before its hard one
+// (offer.Offer.RequestSoft): at the soft deadline a receiver.SlowReceiver is
+// told the request is slow and the request goes on, so its sender can ask
+// another peer; at the hard one it fails with receiver.Timeout.
+//
 // An offer lists the peers' open channels, and its size never exceeds what
 // the budget and the sender's class allow at that moment. Offers go to
 // higher priorities first, but a priority level passed over
