@@ -1,13 +1,36 @@
-// Package hedge holds the library's hedging arithmetic. Hedging asks a
-// second peer for what a first is slow to answer, and takes whichever
-// answer comes first; it cuts the tail of response times for a little more
-// traffic, as long as that little is bounded.
+// Package hedge is the library's hedging: asking a second peer for what a
+// first is slow to answer, and taking whichever answer comes first. It
+// cuts the tail of response times for a little more traffic, as long as
+// that little is bounded.
 //
-// When a request is slow is its soft deadline (package rto). How many
-// requests may be hedged is a Budget: a token budget in the manner of gRPC's
-// retry throttling, in which every request sent earns a fraction of a token,
-// every hedge spends a whole one, and unspent tokens are saved only up to a
-// cap. At any moment the hedges sent are at most
+// # The Hedger
+//
+// A Hedger sends a sender's requests through the scheduler with two
+// deadlines (offer.Offer.RequestSoft; package rto says how long each
+// should be). A request answered before its soft deadline costs nothing
+// more. At its soft deadline the scheduler reports it slow, and the
+// Hedger, if its Budget allows, schedules a one-shot sender of its own
+// (the hedge) that sends the same message to a channel of any other peer,
+// best first, with the same hard deadline from its own send; while only
+// the slow peer has open channels the hedge waits in the queue. The first
+// answer, from either peer, goes to the request's receiver, and the other
+// request is withdrawn (or the waiting hedge, whose token is refunded). A
+// failure waits for the other request, if one may still answer; when both
+// have failed the receiver is told the last failure. So the receiver gets
+// one call per request, as the scheduler promises (promise 2), under the
+// ID that Request returned.
+//
+// A receiver that implements Receiver decides, at each soft deadline,
+// whether the request is hedged at once or later (Hedger.Hedge), and is
+// told where each hedge went: a bulk sender hedges only at the end of its
+// job, say, when its channels have nothing else to carry.
+//
+// # The budget
+//
+// How many requests may be hedged is a Budget: a token budget in the
+// manner of gRPC's retry throttling, in which every request sent earns a
+// fraction of a token, every hedge spends a whole one, and unspent tokens
+// are saved only up to a cap. At any moment the hedges sent are at most
 //
 //	Burst + ⌊PerThousand · requests / 1000⌋
 //
@@ -19,5 +42,6 @@
 //
 // Tokens are counted in thousandths, so the arithmetic is exact integer
 // arithmetic, and a Budget's state depends only on the sequence of calls
-// made to it. Nothing here reads a clock or takes a lock.
+// made to it. A Budget reads no clock and takes no lock; a Hedger guards
+// the one it owns with its own.
 package hedge
