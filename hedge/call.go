@@ -67,7 +67,7 @@ func (c *call) endLocked() cleanup {
 		l.live = false
 	}
 	if s := c.sender; s != nil && s.state == waiting {
-		s.state = gone
+		s.setLocked(gone)
 		// A ticket of 0: hedge has not had it back from ScheduleWith, and
 		// will withdraw the sender itself when it has.
 		w.ticket, w.sender = s.ticket, s
@@ -107,7 +107,8 @@ func (c *call) hedge() bool {
 		h.mu.Unlock()
 		return false
 	}
-	s := &sender{c: c, state: waiting, token: true}
+	s := &sender{c: c, token: true}
+	s.setLocked(waiting)
 	c.sender = s
 	h.mu.Unlock()
 
@@ -116,7 +117,7 @@ func (c *call) hedge() bool {
 	h.mu.Lock()
 	if err != nil {
 		// Never queued, never sent; a later Hedge may try again.
-		s.state = gone
+		s.setLocked(gone)
 		s.refundLocked()
 		if c.sender == s {
 			c.sender = nil

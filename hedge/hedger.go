@@ -50,9 +50,10 @@ type Hedger struct {
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
-	budget *Budget
-	calls  map[receiver.RequestID]*call // live calls, by the first request's ID
-	stats  Stats
+	budget  *Budget
+	calls   map[receiver.RequestID]*call // live calls, by the first request's ID
+	waiting int                          // hedges in state waiting
+	stats   Stats
 }
 
 // NewHedger returns a Hedger that sends through s and spends b on its
@@ -192,6 +193,7 @@ func (h *Hedger) Stats() Stats {
 	defer h.mu.Unlock()
 	st := h.stats
 	st.Live = len(h.calls)
+	st.Waiting = h.waiting
 	st.Tokens = h.budget.Tokens()
 	return st
 }

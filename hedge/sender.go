@@ -30,6 +30,19 @@ const (
 	gone                           // withdrawn, discarded, or never queued
 )
 
+// setLocked moves s to state to, keeping the Hedger's count of hedges
+// waiting. Caller holds h.mu.
+func (s *sender) setLocked(to senderState) {
+	h := s.c.h
+	if s.state == waiting {
+		h.waiting--
+	}
+	if to == waiting {
+		h.waiting++
+	}
+	s.state = to
+}
+
 // refundLocked gives the budget back the token of a hedge that will never
 // be sent, once. Caller holds h.mu.
 func (s *sender) refundLocked() {
@@ -49,7 +62,7 @@ func (s *sender) OnOffer(o offer.Offer) {
 		h.mu.Unlock()
 		return
 	}
-	s.state = sending
+	s.setLocked(sending)
 	c.second.live = true // a failure of the first leg now waits for this one
 	h.mu.Unlock()
 
@@ -57,7 +70,8 @@ func (s *sender) OnOffer(o offer.Offer) {
 
 	h.mu.Lock()
 	if err == nil {
-		s.state, s.token = sent, false
+		s.setLocked(sent)
+		s.token = false
 		c.second.id = id
 		h.stats.Hedges++
 		if c.done {
@@ -75,12 +89,12 @@ func (s *sender) OnOffer(o offer.Offer) {
 	}
 	// Nothing sent: back to waiting, in the queue still.
 	c.second.live = false
-	s.state = waiting
+	s.setLocked(waiting)
 	var w cleanup
 	fail := false
 	switch {
 	case c.done: // withdrawn meanwhile: leave the queue
-		s.state = gone
+		s.setLocked(gone)
 		w.ticket, w.sender = s.ticket, s
 	case !c.first.live: // the first leg failed meanwhile, and no hedge went
 		w, fail = c.endLocked(), true
@@ -101,7 +115,7 @@ func (s *sender) OnDiscard() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s.state != sent {
-		s.state = gone
+		s.setLocked(gone)
 	}
 	s.refundLocked()
 }

@@ -16,6 +16,9 @@ type Stats struct {
 	// Live is how many requests are live now: sent, not yet ended for
 	// their receiver, and not withdrawn.
 	Live int
+	// Waiting is how many hedges wait now in the scheduler's queue for a
+	// channel of another peer.
+	Waiting int
 	// Tokens is how many hedges the budget would allow now.
 	Tokens int
 }
