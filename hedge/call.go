@@ -117,6 +117,7 @@ func (c *call) hedge() bool {
 	h.mu.Lock()
 	if err != nil {
 		// Never queued, never sent; a later Hedge may try again.
+		h.stats.Unqueued++
 		s.setLocked(gone)
 		s.refundLocked()
 		if c.sender == s {

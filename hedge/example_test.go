@@ -90,5 +90,5 @@ func ExampleHedger() {
 	// sent to slow
 	// hedged to quick
 	// x from quick, for the first request: true
-	// {Requests:1 Slow:1 Hedges:1 Denied:0 HedgeWins:1 Live:0 Waiting:0 Tokens:9}
+	// {Requests:1 Slow:1 Hedges:1 Denied:0 Unqueued:0 HedgeWins:1 Live:0 Waiting:0 Tokens:9}
 }

@@ -25,7 +25,10 @@ type Options struct {
 	// queue for a channel of another peer.
 	Priority int
 	// Sender holds the class and the message size of the hedges' senders,
-	// as for the scheduler's ScheduleWith.
+	// as for the scheduler's ScheduleWith. A hedge the scheduler will not
+	// queue (a class it does not know, a size its byte budget refuses, too
+	// many senders waiting, a stop) is not sent, its token is refunded,
+	// and Stats counts it in Unqueued.
 	Sender offer.Options
 }
 
@@ -113,9 +116,7 @@ func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver,
 	ch, _ := o.Channel(i) // if there is no such channel, the send says why
 	c := &call{h: h, r: r, message: message, hard: hard, origin: ch.Peer}
 	c.first.c, c.second.c = c, c
-	h.mu.Lock()
-	c.first.live = true
-	h.mu.Unlock()
+	c.first.live = true // before the send publishes c to the scheduler
 	var id receiver.RequestID
 	var err error
 	if soft > 0 && soft < hard {

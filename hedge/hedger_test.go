@@ -495,3 +495,28 @@ func TestEveryCallEndsOnce(t *testing.T) {
 		t.Logf("%d requests, %d withdrawn, %+v", len(ids), len(withdrawn), st)
 	})
 }
+
+// TestUnqueuedHedge: a hedge the scheduler will not queue (here, a class
+// it does not know) is not sent; its token comes back, Stats counts it,
+// and the request goes on to its own answer. Hedge may try again.
+func TestUnqueuedHedge(t *testing.T) {
+	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
+		h, err := hedge.NewHedger(w.s, nil, hedge.Options{Sender: offer.Options{Class: "no such class"}})
+		require.NoError(t, err)
+		w.h = h
+		w.connect("A", 1)
+		b := w.connect("B", 1)
+		r := newOutcomes()
+		id := w.request("A", "get x", r)
+		w.advance(soft)
+		st := h.Stats()
+		require.Equal(t, uint64(1), st.Unqueued)
+		require.Zero(t, st.Hedges)
+		require.Equal(t, hedge.DefaultBurst, st.Tokens)
+		require.Empty(t, b.sends())
+		require.False(t, h.Hedge(id))
+		require.Equal(t, uint64(2), h.Stats().Unqueued)
+		require.NoError(t, w.s.Deliver("A", id, "x"))
+		require.Equal(t, []string{"response from A: x"}, r.of(id))
+	})
+}

@@ -10,6 +10,9 @@ type Stats struct {
 	Hedges uint64
 	// Denied is how many times the budget refused a hedge.
 	Denied uint64
+	// Unqueued is how many hedges the scheduler refused to queue (see
+	// Options.Sender).
+	Unqueued uint64
 	// HedgeWins is how many requests were answered first through their
 	// hedge.
 	HedgeWins uint64
