@@ -71,10 +71,10 @@ type Config struct {
 	// hedge.DefaultPerThousand (50: 5%); it may be at most 1000, which
 	// lets every request be hedged once. Run hedges only at the tail of
 	// the fetch, a request past its soft deadline (its peer's p95-like
-	// response time); where peers lose many answers the tail wants more
-	// hedges than 5%, and the requests left unhedged wait out their
-	// timeouts (with a tenth of the answers lost and 5s timeouts, a test
-	// fetch takes 20s at 5% and 10s at 1000).
+	// response time), through a hedge.Hedger; where peers lose many
+	// answers the tail wants more hedges than 5%, and the requests left
+	// unhedged wait out their timeouts (with a tenth of the answers lost
+	// and 5s timeouts, a test fetch takes 20s at 5% and 10s at 1000).
 	HedgesPerThousand int
 	// StallTimeout ends the fetch with an *IncompleteError when no object
 	// has verified for this long. 0 means DefaultStallTimeout.

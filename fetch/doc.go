@@ -13,11 +13,14 @@
 //     failed them. Each request's deadlines come from the library's timeout
 //     policy (package rto: the hard one is its peer's RFC 6298 timeout
 //     within [MinTimeout, Timeout], the soft one its peer's p95-like
-//     response time); at the tail, when nothing waits to be asked, a
-//     request past its soft deadline is hedged, asked again of another
-//     peer, as far as the library's hedge budget allows (package hedge, 5%
-//     of the requests by default). Which request to hedge, and when to wake
-//     up for it, is the fetch's own; the arithmetic is the library's.
+//     response time). Every request goes through the library's
+//     hedge.Hedger: at the tail, when nothing waits to be asked, a request
+//     past its soft deadline is hedged, asked again of another peer by the
+//     Hedger's own sender, as far as its budget allows (5% of the requests
+//     by default); the first answer wins and the other request is
+//     withdrawn. The fetch decides only when a slow request is worth a
+//     hedge (at the tail); the scheduler says when it is slow, and the
+//     Hedger sends the hedge and picks the answer.
 //   - Peerset is the pattern the scheduler replaces, kept for comparison: a
 //     fixed set of two peers, widened by one only after a request times out,
 //     with its own request IDs and its own timer per request, sending straight

@@ -24,7 +24,6 @@ type frontier struct {
 	head     int
 	retry    []ledger.Hash
 	failedAt map[ledger.Hash][]peer.ID // for hashes that failed and are not verified
-	copies   map[ledger.Hash]int       // asked hashes in more than one request: the extra requests
 	asked    int                       // hashes in requests in flight
 	verified int
 	reused   int // subtrees taken from the base instead of discovered
@@ -47,7 +46,6 @@ func newFrontier() *frontier {
 	return &frontier{
 		status:   make(map[ledger.Hash]status),
 		failedAt: make(map[ledger.Hash][]peer.ID),
-		copies:   make(map[ledger.Hash]int),
 	}
 }
 
@@ -100,8 +98,7 @@ func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []
 // putBack returns asked hashes that were not answered usefully to the front
 // of the waiting hashes, to be asked again preferably of a peer that has not
 // failed them, such as failed, and returns how many it put back. Hashes not
-// currently asked are ignored, and so is a hash that another request is
-// still asking for (see hedge): that one only loses a copy.
+// currently asked are ignored.
 func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
 	n := 0
 	for _, h := range hashes {
@@ -115,46 +112,12 @@ func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
 			}
 			f.failedAt[h] = append(at, failed)
 		}
-		if c := f.copies[h]; c > 0 {
-			f.setCopies(h, c-1)
-			continue
-		}
 		f.status[h] = waiting
 		f.asked--
 		f.retry = append(f.retry, h)
 		n++
 	}
 	return n
-}
-
-// hedge appends to dst those of hashes that are still asked, counting one
-// more request in flight for each, and returns dst: the hashes a hedging
-// request asks for again while the first request for them is outstanding.
-func (f *frontier) hedge(dst, hashes []ledger.Hash) []ledger.Hash {
-	for _, h := range hashes {
-		if f.status[h] == asked {
-			f.copies[h]++
-			dst = append(dst, h)
-		}
-	}
-	return dst
-}
-
-// unhedge undoes hedge for hashes whose hedging request was never sent.
-func (f *frontier) unhedge(hashes []ledger.Hash) {
-	for _, h := range hashes {
-		if f.status[h] == asked && f.copies[h] > 0 {
-			f.setCopies(h, f.copies[h]-1)
-		}
-	}
-}
-
-func (f *frontier) setCopies(h ledger.Hash, n int) {
-	if n == 0 {
-		delete(f.copies, h)
-	} else {
-		f.copies[h] = n
-	}
 }
 
 // failedBy reports whether peer p has failed hash h (among the last few
@@ -172,7 +135,6 @@ func (f *frontier) verify(h ledger.Hash) bool {
 	f.asked--
 	f.verified++
 	delete(f.failedAt, h)
-	delete(f.copies, h)
 	return true
 }
 

@@ -80,33 +80,3 @@ func TestFrontierPutBackIgnoresUnasked(t *testing.T) {
 }
 
 func pid(s string) peer.ID { return peer.ID(s) }
-
-// TestFrontierHedgedCopies: a hedged hash stays asked until its last copy
-// fails, and is done as soon as one copy verifies.
-func TestFrontierHedgedCopies(t *testing.T) {
-	f := newFrontier()
-	f.discover(h(1))
-	f.discover(h(2))
-	first := f.take(nil, 2, "a", false)
-	if got := f.hedge(nil, first); !slices.Equal(got, first) || f.asked != 2 {
-		t.Fatalf("hedged %v, asked %d", got, f.asked)
-	}
-	if n := f.putBack(first, "a"); n != 0 || f.waitingCount() != 0 {
-		t.Fatalf("the first copy failing put back %d, waiting %d: the hedge is still out", n, f.waitingCount())
-	}
-	if !f.verify(h(1)) || f.verify(h(1)) {
-		t.Fatal("the hedge's answer did not verify h(1) exactly once")
-	}
-	if n := f.putBack(first, "b"); n != 1 || f.retry[0] != h(2) {
-		t.Fatalf("the hedge failing put back %d (%v), want h(2) alone", n, f.retry)
-	}
-	if got := f.hedge(nil, first); len(got) != 0 {
-		t.Fatalf("hedged %v, which are no longer asked", got)
-	}
-	got := f.take(nil, 1, "c", false)
-	f.hedge(nil, got)
-	f.unhedge(got)
-	if len(f.copies) != 0 || f.putBack(got, "c") != 1 {
-		t.Fatalf("unhedge left copies %v", f.copies)
-	}
-}

@@ -32,7 +32,7 @@ type Report struct {
 	BadResponses int `json:"bad_responses"` // requests answered with the wrong message type
 	SendErrors   int `json:"send_errors"`   // sends the host refused
 	Retries      int `json:"retries"`       // objects asked again, for any of the reasons below
-	Hedges       int `json:"hedges"`        // requests asked again of another peer at the tail, while still out
+	Hedges       int `json:"hedges"`        // requests asked again of another peer at the tail, while still out (a request and its hedge end once, together: in Answered or a failure count)
 	Missing      int `json:"missing"`       // objects a peer left out of its answer
 	Corrupt      int `json:"corrupt"`       // objects whose bytes did not match their hash
 

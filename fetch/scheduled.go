@@ -27,17 +27,26 @@ import (
 // the fetch's sender waits in its queue at cfg.Priority. Give s the clock in
 // cfg.Clock.
 //
-// When Run returns, its sender and the receivers of its requests still in
-// flight have been withdrawn, and none of its callbacks changes anything any
-// more; those requests' channels reopen when their responses or deadlines
-// come. Run fails at once with an error wrapping ErrBadConfig, or
+// When Run returns, its sender, its hedges still waiting, and the
+// receivers of its requests and hedges still in flight have been
+// withdrawn, and none of its callbacks changes anything any more; those
+// requests' channels reopen when their responses or deadlines come. Run fails at once with an error wrapping ErrBadConfig, or
 // scheduler.ErrStopped if s is stopped.
 func Run(ctx context.Context, s *scheduler.Scheduler, cfg Config) (Report, error) {
+	return runFetch(ctx, s, cfg, nil)
+}
+
+// runFetch is Run; started, if set, is handed the fetch's sender before it
+// is first scheduled (for tests that check the sender's invariants).
+func runFetch(ctx context.Context, s *scheduler.Scheduler, cfg Config, started func(*bulk)) (Report, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return Report{}, err
 	}
 	b := newBulk(cfg, s)
+	if started != nil {
+		started(b)
+	}
 	before := s.Stats()
 	if before.Stopped {
 		return Report{}, scheduler.ErrStopped
@@ -52,7 +61,6 @@ func Run(ctx context.Context, s *scheduler.Scheduler, cfg Config) (Report, error
 
 	b.mu.Lock()
 	b.finished = true
-	b.hedging.stopLocked()
 	queued, ticket := b.queued, b.ticket
 	ids := make([]receiver.RequestID, 0, len(b.inFlight))
 	for id := range b.inFlight {
@@ -63,7 +71,7 @@ func Run(ctx context.Context, s *scheduler.Scheduler, cfg Config) (Report, error
 		s.WithdrawSender(ticket)
 	}
 	for _, id := range ids {
-		s.WithdrawReceiver(id)
+		b.hedger.Withdraw(id)
 	}
 	after := s.Stats()
 	dropped := Dropped{
@@ -96,27 +104,34 @@ type bulk struct {
 	gen      uint64       // bumped whenever the queued sender changes
 	poke     bool         // a wake-up came while the ticket was unknown
 	inFlight map[receiver.RequestID]*request
-	hedging  hedgeTimer
-	budget   *hedge.Budget // earned by requests, spent by hedges
-	offered  []peer.ID     // scratch for OnOffer: the peer of each channel
-	order    []int         // scratch for OnOffer: channel indices in the order tried
-	used     []bool        // scratch for OnOffer: channels sent on
+	slow     []*request // past their soft deadlines, not hedged yet (see tail.go)
+	offered  []peer.ID  // scratch for OnOffer: the peer of each channel
+	order    []int      // scratch for OnOffer: channel indices in the order tried
+
+	hedger *hedge.Hedger // sends every request, and hedges them at the tail
 }
 
-// request is one GetObjects in flight, and its receiver.
+// request is one GetObjects in flight, perhaps hedged, and its receiver
+// (a hedge.Receiver: the Hedger calls it once, with the first answer, or
+// the failure when both its requests have failed).
 type request struct {
 	b      *bulk
 	id     receiver.RequestID
 	to     peer.ID
 	hashes []ledger.Hash
 	sentAt time.Time
-	slowAt time.Time // its soft deadline: from then on it may be hedged
-	hedged bool      // it is a hedge, or has been hedged: it is not hedged again
+	// The following fields are guarded by b.mu.
+	hedgedTo peer.ID   // the peer its hedge went to; "" if none went
+	hedgedAt time.Time // when
 }
 
 // newBulk returns the sender of a fetch through s, cfg checked.
 func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
-	return &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request), budget: newHedgeBudget(cfg)}
+	h, err := hedge.NewHedger(s, newHedgeBudget(cfg), hedge.Options{Priority: cfg.Priority})
+	if err != nil {
+		panic(fmt.Sprintf("fetch: hedge.NewHedger refuses a scheduler: %v", err)) // s is not nil
+	}
+	return &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request), hedger: h}
 }
 
 // newHedgeBudget returns the fetch's hedge budget: cfg.HedgesPerThousand of
@@ -136,8 +151,7 @@ func newHedgeBudget(cfg Config) *hedge.Budget {
 func (b *bulk) peers() int { return b.sched.Stats().Peers }
 
 // scheduleFromOutside schedules the sender, unless it is in the queue
-// already, from a goroutine that is not running a callback (Run, or the
-// hedge timer). The offer may come, and other callbacks run, before Schedule
+// already, from a goroutine that is not running a callback (Run). The offer may come, and other callbacks run, before Schedule
 // returns, so the lock is not held across it, and the ticket is kept only if
 // no offer has replaced the sender in the meantime. A wake-up that needed
 // the ticket meanwhile is carried out here.
@@ -217,7 +231,7 @@ func (b *bulk) wakeLocked() {
 	}
 	if b.front.waitingCount() == 0 {
 		if b.tally.inFlight > 0 {
-			b.armHedgeLocked(b.cfg.Clock.Now())
+			b.hedgeSlowLocked()
 		}
 		return
 	}
@@ -242,8 +256,8 @@ func (b *bulk) wakeLocked() {
 // a few.) A retry avoids the peers that failed it unless no other peer has a
 // request of the fetch in flight, so none may offer a channel soon. A
 // suspect peer (see suspectStreak) gets a probe of one hash at a time. When
-// nothing waits, the channels left hedge the requests past their soft
-// deadlines, as the hedge budget allows (see hedge.go).
+// nothing waits any more, the requests past their soft deadlines are
+// hedged, as the hedge budget allows (see tail.go).
 // Implements offer.Sender.
 func (b *bulk) OnOffer(o offer.Offer) {
 	b.mu.Lock()
@@ -267,11 +281,7 @@ func (b *bulk) OnOffer(o offer.Offer) {
 			}
 		}
 	}
-	used := b.used[:0]
-	for range offered {
-		used = append(used, false)
-	}
-	b.offered, b.order, b.used = offered, order, used
+	b.offered, b.order = offered, order
 
 	sent := 0
 	for pass := range 2 {
@@ -285,14 +295,11 @@ func (b *bulk) OnOffer(o offer.Offer) {
 			}
 			if !b.tally.peer(offered[i]).suspect() && b.sendLocked(o, i, offered[i], anyPeer) {
 				sent++
-				used[i] = true
 			}
 		}
 	}
-	now := b.cfg.Clock.Now()
 	if b.front.waitingCount() == 0 && b.tally.inFlight > 0 {
-		sent += b.hedgeLocked(o, now)
-		b.armHedgeLocked(now)
+		b.hedgeSlowLocked()
 	}
 	if sent == 0 {
 		b.declined = true
@@ -338,7 +345,7 @@ func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 	if len(hashes) == 0 {
 		return false
 	}
-	if !b.requestLocked(o, i, to, hashes, false) {
+	if !b.requestLocked(o, i, to, hashes) {
 		b.sendFailedLocked(hashes, to)
 		return false
 	}
@@ -346,26 +353,25 @@ func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 }
 
 // requestLocked sends a request for hashes on the i-th channel of o, which
-// leads to to, and reports whether the host took it.
-func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.Hash, hedge bool) bool {
-	now := b.cfg.Clock.Now()
+// leads to to, through the Hedger with the timeout policy's deadlines for
+// to, and reports whether the host took it.
+func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.Hash) bool {
 	soft, hard := b.timing.Deadlines(to)
-	r := &request{b: b, to: to, hashes: hashes, sentAt: now, slowAt: now.Add(soft), hedged: hedge}
-	id, err := o.Request(i, ledger.GetObjects{Hashes: hashes}, r, hard)
+	r := &request{b: b, to: to, hashes: hashes, sentAt: b.cfg.Clock.Now()}
+	id, err := b.hedger.Request(o, i, ledger.GetObjects{Hashes: hashes}, r, soft, hard)
 	if err != nil {
 		return false
 	}
 	r.id = id
 	b.inFlight[id] = r
 	b.tally.sent(to)
-	if !hedge {
-		b.budget.Sent()
-	}
 	return true
 }
 
-// OnResponse checks the response and applies it. The hashing happens before
-// the lock is taken. Implements receiver.Receiver.
+// OnResponse checks the first answer to come, from the request's peer or
+// its hedge's, and applies it; the other request, withdrawn by the Hedger,
+// ends here too. The hashing happens before the lock is taken. Implements
+// receiver.Receiver.
 func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
 	b := r.b
 	now := b.cfg.Clock.Now()
@@ -377,12 +383,15 @@ func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
 		return
 	}
 	delete(b.inFlight, r.id)
-	b.answeredLocked(r.hashes, from, results, ok, now.Sub(r.sentAt), now)
+	sentAt := r.endOtherLocked(from)
+	b.answeredLocked(r.hashes, from, results, ok, now.Sub(sentAt), now)
 	b.wakeLocked()
 }
 
 // OnFailure puts the request's hashes back, to be asked again, of another
-// peer if one can take them. Implements receiver.Receiver.
+// peer if one can take them: the request failed, and so did its hedge if
+// one went (from is the peer that failed last). Implements
+// receiver.Receiver.
 func (r *request) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.Reason) {
 	b := r.b
 	b.mu.Lock()
@@ -391,6 +400,7 @@ func (r *request) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.
 		return
 	}
 	delete(b.inFlight, r.id)
+	r.endOtherLocked(from)
 	switch reason {
 	case receiver.Timeout:
 		b.failedLocked(r.hashes, from, failTimeout)

@@ -180,13 +180,6 @@ func (s *state) sendFailedLocked(hashes []ledger.Hash, to peer.ID) {
 	s.front.putBack(hashes, to)
 }
 
-// hedgeFailedLocked undoes the hedge of hashes whose hedging request the
-// host refused.
-func (s *state) hedgeFailedLocked(hashes []ledger.Hash) {
-	s.tally.sendErrors++
-	s.front.unhedge(hashes)
-}
-
 // retryLocked puts hashes back to be asked again, away from the peer that
 // failed them.
 func (s *state) retryLocked(hashes []ledger.Hash, from peer.ID) {

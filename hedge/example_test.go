@@ -1,9 +1,19 @@
 package hedge_test
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/hedge"
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/scheduler"
 )
 
 // A sender records every request it sends and asks the budget before each
@@ -22,4 +32,63 @@ func ExampleBudget() {
 	// Output:
 	// true true false
 	// true false
+}
+
+// link stands in for a host's connection: it hands what it is asked to
+// send to the example, which plays the network.
+type link struct {
+	id   peer.ID
+	sent chan<- string
+}
+
+func (l link) ID() peer.ID { return l.id }
+
+func (l link) Send(requestID uint64, message any) error {
+	l.sent <- fmt.Sprintf("%s %d %v", l.id, requestID, message) // the example reads the ID back
+	return nil
+}
+
+type sendTo func(offer.Offer)
+
+func (f sendTo) OnOffer(o offer.Offer) { f(o) }
+func (sendTo) OnDiscard()              {}
+
+// A request to a slow peer is hedged at its soft deadline: the same
+// message goes to another peer, whose answer comes first, and the receiver
+// gets it under the first request's ID.
+func ExampleHedger() {
+	clk := clock.NewMock()
+	s, _ := scheduler.New(scheduler.Config{Clock: clk})
+	defer s.Shutdown(context.Background())
+	h, _ := hedge.NewHedger(s, nil, hedge.Options{}) // the default budget: 5%, after 10
+	sent := make(chan string, 2)
+	s.Connect(link{"slow", sent}, 1)
+	s.Connect(link{"quick", sent}, 1)
+
+	var first receiver.RequestID
+	answered := make(chan string)
+	r := receiver.Funcs{Response: func(id receiver.RequestID, from peer.ID, response any) {
+		answered <- fmt.Sprintf("%v from %s, for the first request: %v", response, from, id == first)
+	}}
+	s.Schedule(sendTo(func(o offer.Offer) {
+		for i := range o.Len() {
+			if c, _ := o.Channel(i); c.Peer == "slow" {
+				first, _ = h.Request(o, i, "get x", r, 100*time.Millisecond, time.Second)
+			}
+		}
+	}), 0)
+	fmt.Println("sent to", strings.Fields(<-sent)[0])
+
+	clk.Add(100 * time.Millisecond) // the soft deadline: no answer yet
+	hedged := strings.Fields(<-sent)
+	fmt.Println("hedged to", hedged[0])
+	id, _ := strconv.ParseUint(hedged[1], 10, 64)
+	s.Deliver("quick", receiver.RequestID(id), "x")
+	fmt.Println(<-answered)
+	fmt.Printf("%+v\n", h.Stats())
+	// Output:
+	// sent to slow
+	// hedged to quick
+	// x from quick, for the first request: true
+	// {Requests:1 Slow:1 Hedges:1 Denied:0 Unqueued:0 HedgeWins:1 Live:0 Waiting:0 Tokens:9}
 }

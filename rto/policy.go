@@ -7,9 +7,11 @@ import (
 )
 
 // Policy gives each request its deadlines and learns from how requests end.
-// A sender asks Deadlines when it sends to a peer and passes the hard
-// deadline to the scheduler as the request's timeout; it acts on the soft
-// one itself (by hedging, say) until the scheduler can.
+// A sender asks Deadlines when it sends to a peer and passes both to the
+// scheduler (offer.Offer.RequestSoft), or to a hedge.Hedger, which hedges
+// the request at the soft one (RequestSoft needs soft < hard: where
+// Deadlines gives them equal, send with the hard deadline alone, as the
+// Hedger does).
 //
 // The sender reports every response it accepts with Observe, and every
 // request that reached its hard deadline with Expired. Nothing else is a

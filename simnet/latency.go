@@ -14,12 +14,16 @@ const MaxLatency = time.Hour
 
 // Latency is a distribution of response delays: the time from a request's
 // Send to its response being ready to leave the peer (before any bandwidth
-// delay). Build one with Fixed, Uniform or LogNormal. The zero Latency is
-// Fixed(0). Latency values are immutable and may be shared.
+// delay). Build one with Fixed, Uniform or LogNormal, and add a tail of
+// stragglers with WithStragglers. The zero Latency is Fixed(0). Latency
+// values are immutable and may be shared.
 type Latency struct {
 	kind   latencyKind
 	lo, hi time.Duration // Fixed: lo; Uniform: [lo, hi]; LogNormal: lo is the median
 	sigma  float64       // LogNormal only
+	// straggle is the probability that a sample is a straggler, slow by
+	// factor; 0 for none.
+	straggle, factor float64
 }
 
 type latencyKind uint8
@@ -44,10 +48,34 @@ func LogNormal(median time.Duration, sigma float64) Latency {
 	return Latency{kind: logNormal, lo: median, sigma: sigma}
 }
 
+// WithStragglers returns l with a tail of stragglers: each sample is, with
+// probability rate, factor times what l draws (capped at MaxLatency), as
+// when a peer now and then stalls on a garbage collection or a disk. It
+// needs 0 <= rate <= 1 and a finite factor >= 1 (a peer's validation
+// says so); a rate of 0 leaves l as it was.
+func (l Latency) WithStragglers(rate, factor float64) Latency {
+	l.straggle, l.factor = rate, factor
+	return l
+}
+
 // Sample draws one delay using r, in [0, MaxLatency]. It draws the same
 // number of values from r for a given distribution kind apart from
-// LogNormal, whose normal draw may take a variable number.
+// LogNormal, whose normal draw may take a variable number; stragglers take
+// one more, after the delay's own.
 func (l Latency) Sample(r *rand.Rand) time.Duration {
+	d := l.sample(r)
+	if l.straggle > 0 && r.Float64() < l.straggle {
+		x := float64(d) * l.factor
+		if x >= float64(MaxLatency) {
+			return MaxLatency
+		}
+		d = time.Duration(x)
+	}
+	return d
+}
+
+// sample draws one delay of l's kind, without stragglers.
+func (l Latency) sample(r *rand.Rand) time.Duration {
 	var d time.Duration
 	switch l.kind {
 	case fixed:
@@ -66,6 +94,9 @@ func (l Latency) Sample(r *rand.Rand) time.Duration {
 
 // validate reports parameters that make no distribution.
 func (l Latency) validate() error {
+	if !(l.straggle >= 0 && l.straggle <= 1) || (l.straggle > 0 && !(l.factor >= 1 && !math.IsInf(l.factor, 1))) {
+		return fmt.Errorf("stragglers need a rate in [0, 1] and a finite factor >= 1, got %g and %g", l.straggle, l.factor)
+	}
 	switch l.kind {
 	case fixed:
 		if l.lo < 0 {
@@ -86,6 +117,11 @@ func (l Latency) validate() error {
 }
 
 func (l Latency) String() string {
+	if l.straggle > 0 {
+		base := l
+		base.straggle, base.factor = 0, 0
+		return fmt.Sprintf("%v, %g%% of samples %g× slower", base, 100*l.straggle, l.factor)
+	}
 	switch l.kind {
 	case fixed:
 		return fmt.Sprintf("fixed(%v)", l.lo)

@@ -1,0 +1,84 @@
+package fetch
+
+import (
+	"time"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// The tail. Every request goes through the library's Hedger (package
+// hedge), which the scheduler tells when a request passes its soft
+// deadline (its peer's p95-like response time, from package rto). What
+// the fetch decides is when a slow request is worth a hedge: only at the
+// tail, once no hash waits to be asked. Before that the channels have
+// work to carry, a hedge would take one from it, and the budget would be
+// spent where it buys nothing; at the tail the fetch waits for its slowest
+// requests, a whole timeout if an answer was lost or spoofed, and a second
+// peer's answer ends that wait. So a request that becomes slow while work
+// waits is remembered, and hedged (oldest first, as the budget allows)
+// when the last waiting hash has been asked.
+
+// WantHedge keeps the slow request for hedgeSlowLocked, which hedges it at
+// once if nothing waits to be asked. Implements hedge.Receiver.
+func (r *request) WantHedge(receiver.RequestID, peer.ID) bool {
+	b := r.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.finished {
+		return false
+	}
+	b.slow = append(b.slow, r)
+	if b.front.waitingCount() == 0 {
+		b.hedgeSlowLocked()
+	}
+	return false
+}
+
+// OnHedge counts the hedge, sent to to: a request of the fetch's, in
+// flight at to until the request ends. Implements hedge.Receiver.
+func (r *request) OnHedge(_ receiver.RequestID, to peer.ID) {
+	b := r.b
+	now := b.cfg.Clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.finished {
+		return
+	}
+	r.hedgedTo, r.hedgedAt = to, now
+	b.tally.sent(to)
+	b.tally.hedges++
+}
+
+// hedgeSlowLocked hedges the slow requests kept while work waited, in the
+// order they became slow, until the budget refuses one; those left wait
+// for the next call (a request sent earns the budget a share of a hedge).
+func (b *bulk) hedgeSlowLocked() {
+	kept := b.slow[:0]
+	for i, r := range b.slow {
+		if b.inFlight[r.id] != r {
+			continue // ended
+		}
+		if !b.hedger.Hedge(r.id) {
+			kept = append(kept, b.slow[i:]...)
+			break
+		}
+	}
+	clear(b.slow[len(kept):])
+	b.slow = kept
+}
+
+// endOtherLocked ends, in the tally, the request of r's pair that did not
+// give r its outcome (the Hedger withdrew it, or it failed first), if a
+// hedge went, and returns when the one that did, from's, was sent.
+func (r *request) endOtherLocked(from peer.ID) time.Time {
+	if r.hedgedTo == "" {
+		return r.sentAt
+	}
+	if from == r.hedgedTo {
+		r.b.tally.ended(r.to)
+		return r.hedgedAt
+	}
+	r.b.tally.ended(r.hedgedTo)
+	return r.sentAt
+}

@@ -1,0 +1,201 @@
+package hedge_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/peersched/peersched/hedge"
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/scheduler"
+)
+
+// The deadlines of the tests' requests.
+const (
+	soft = 100 * time.Millisecond
+	hard = time.Second
+)
+
+// world is a scheduler and a Hedger on a mock clock inside a synctest
+// bubble, with the peers the test connects.
+type world struct {
+	t     *testing.T
+	clock *clock.Mock
+	s     *scheduler.Scheduler
+	h     *hedge.Hedger
+	peers map[peer.ID]*host
+}
+
+// inBubble runs body in a synctest bubble with a fresh mock clock, a
+// scheduler that runs its callbacks inline (each step's callbacks have run
+// when the call that caused them returns, so a test can assert the state
+// after each) and a Hedger with a budget of cfg. The scheduler is shut
+// down at the end.
+func inBubble(t *testing.T, cfg hedge.BudgetConfig, body func(w *world)) {
+	t.Helper()
+	inBubbleWith(t, scheduler.Config{InlineCallbacks: true}, cfg, body)
+}
+
+func inBubbleWith(t *testing.T, sc scheduler.Config, cfg hedge.BudgetConfig, body func(w *world)) {
+	t.Helper()
+	synctest.Test(t, func(t *testing.T) {
+		mock := clock.NewMock()
+		sc.Clock = mock
+		s, err := scheduler.New(sc)
+		require.NoError(t, err)
+		b, err := hedge.NewBudget(cfg)
+		require.NoError(t, err)
+		h, err := hedge.NewHedger(s, b, hedge.Options{})
+		require.NoError(t, err)
+		w := &world{t: t, clock: mock, s: s, h: h, peers: map[peer.ID]*host{}}
+		body(w)
+		require.NoError(t, s.Shutdown(context.Background()))
+	})
+}
+
+// advance moves the mock clock on and lets every callback it causes finish.
+func (w *world) advance(d time.Duration) {
+	synctest.Wait()
+	w.clock.Add(d)
+	synctest.Wait()
+}
+
+func (w *world) connect(id peer.ID, channels int) *host {
+	w.t.Helper()
+	p := &host{id: id}
+	require.NoError(w.t, w.s.Connect(p, channels))
+	w.peers[id] = p
+	return p
+}
+
+// request sends message to peer to through the Hedger, with the tests'
+// deadlines, from a sender of its own, and returns the request's ID.
+func (w *world) request(to peer.ID, message any, r receiver.Receiver) receiver.RequestID {
+	w.t.Helper()
+	return w.requestWith(to, message, r, soft, hard)
+}
+
+func (w *world) requestWith(to peer.ID, message any, r receiver.Receiver, soft, hard time.Duration) receiver.RequestID {
+	w.t.Helper()
+	var id receiver.RequestID
+	var err error
+	offered := false
+	_, serr := w.s.Schedule(senderFunc(func(o offer.Offer) {
+		for i := range o.Len() {
+			if c, _ := o.Channel(i); c.Peer == to {
+				offered = true
+				id, err = w.h.Request(o, i, message, r, soft, hard)
+				return
+			}
+		}
+	}), 0)
+	require.NoError(w.t, serr)
+	synctest.Wait()
+	require.True(w.t, offered, "no channel of %s offered", to)
+	require.NoError(w.t, err)
+	require.NotZero(w.t, id)
+	return id
+}
+
+// closed returns how many of peer id's channels are closed.
+func (w *world) closed(id peer.ID) int {
+	for _, u := range w.s.PeerUsage(nil) {
+		if u.ID == id {
+			return u.Closed
+		}
+	}
+	return -1
+}
+
+// host is a host's connection that records what it is asked to send.
+type host struct {
+	id peer.ID
+
+	mu   sync.Mutex
+	sent []sentMessage
+	fail error // Send fails with it, if set
+}
+
+type sentMessage struct {
+	id      receiver.RequestID
+	message any
+}
+
+func (p *host) ID() peer.ID { return p.id }
+
+func (p *host) Send(requestID uint64, message any) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.sent = append(p.sent, sentMessage{receiver.RequestID(requestID), message})
+	return nil
+}
+
+// sends returns what the peer was sent.
+func (p *host) sends() []sentMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]sentMessage(nil), p.sent...)
+}
+
+// only returns the one request the peer was sent, failing the test if it
+// was sent none or more.
+func (p *host) only(t *testing.T) sentMessage {
+	t.Helper()
+	s := p.sends()
+	require.Len(t, s, 1, "messages sent to %s", p.id)
+	return s[0]
+}
+
+type senderFunc func(offer.Offer)
+
+func (f senderFunc) OnOffer(o offer.Offer) { f(o) }
+func (senderFunc) OnDiscard()              {}
+
+// outcomes is a receiver that records every call it gets, by request.
+type outcomes struct {
+	mu  sync.Mutex
+	got map[receiver.RequestID][]string
+}
+
+func newOutcomes() *outcomes { return &outcomes{got: map[receiver.RequestID][]string{}} }
+
+func (o *outcomes) add(id receiver.RequestID, s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.got[id] = append(o.got[id], s)
+}
+
+func (o *outcomes) OnResponse(id receiver.RequestID, from peer.ID, response any) {
+	o.add(id, fmt.Sprintf("response from %s: %v", from, response))
+}
+
+func (o *outcomes) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
+	o.add(id, fmt.Sprintf("failure from %s: %v", from, reason))
+}
+
+func (o *outcomes) of(id receiver.RequestID) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.got[id]...)
+}
+
+func (o *outcomes) count() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := 0
+	for _, g := range o.got {
+		n += len(g)
+	}
+	return n
+}

@@ -1,0 +1,200 @@
+package hedge
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// Scheduler is what a Hedger needs of the scheduler that carries its
+// requests: *scheduler.Scheduler implements it.
+type Scheduler interface {
+	ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error)
+	WithdrawSender(t offer.Ticket) bool
+	WithdrawReceiver(id receiver.RequestID) bool
+}
+
+// Options are a Hedger's terms for the hedges it sends. The zero Options
+// send hedges at priority 0, in no class.
+type Options struct {
+	// Priority is the priority at which a hedge waits in the scheduler's
+	// queue for a channel of another peer.
+	Priority int
+	// Sender holds the class and the message size of the hedges' senders,
+	// as for the scheduler's ScheduleWith. A hedge the scheduler will not
+	// queue (a class it does not know, a size its byte budget refuses, too
+	// many senders waiting, a stop) is not sent, its token is refunded,
+	// and Stats counts it in Unqueued.
+	Sender offer.Options
+}
+
+// ErrNilScheduler is returned by NewHedger without a scheduler.
+var ErrNilScheduler = errors.New("hedge: scheduler is nil")
+
+// Hedger sends requests that are hedged when they are slow: at a request's
+// soft deadline it asks a different peer for the same message, through the
+// scheduler, and the first answer wins (see the package documentation).
+//
+// A Hedger is safe for concurrent use. Its methods may be called from any
+// goroutine and from inside any callback, a scheduler's or a Hedger's. It
+// guards its own state with a mutex that it never holds while it calls the
+// scheduler or user code (a receiver's method, a host's send), so it adds
+// no lock to the order of its caller's: a sender may call Request holding
+// its own lock, and its receivers may take that lock again.
+//
+// The zero value is not usable; build one with NewHedger.
+type Hedger struct {
+	sched Scheduler
+	opts  Options
+
+	mu sync.Mutex
+	// The following fields are guarded by mu.
+	budget  *Budget
+	calls   map[receiver.RequestID]*call // live calls, by the first request's ID
+	waiting int                          // hedges in state waiting
+	stats   Stats
+}
+
+// NewHedger returns a Hedger that sends through s and spends b on its
+// hedges. The Hedger owns b from then on: it records every request it
+// sends in b and asks b before every hedge, under its own lock, so nothing
+// else may use b (Stats reports its tokens). A nil b means a Budget of the
+// default config: 5% of the requests, after a burst of 10. It fails with
+// ErrNilScheduler if s is nil.
+func NewHedger(s Scheduler, b *Budget, o Options) (*Hedger, error) {
+	if s == nil {
+		return nil, ErrNilScheduler
+	}
+	if b == nil {
+		var err error
+		if b, err = NewBudget(BudgetConfig{}); err != nil {
+			panic(fmt.Sprintf("hedge: the default budget is refused: %v", err)) // cannot happen
+		}
+	}
+	return &Hedger{sched: s, opts: o, budget: b, calls: make(map[receiver.RequestID]*call)}, nil
+}
+
+// Request sends message on the i-th channel of o, as o.RequestSoft does,
+// and hedges it if it is slow: at its soft deadline, if the budget allows,
+// a hedge waits in the scheduler's queue for a channel of any other peer
+// and sends message there with the same hard deadline, from its own send.
+// The first answer wins: r gets it, and the other request is withdrawn. If
+// one request fails while the other is live, r waits for the other; if
+// both fail, r is told the last failure. However the two end, r gets
+// exactly one call, OnResponse or OnFailure, unless Withdraw takes it away
+// first; and it gets it with the ID Request returned, the first request's,
+// whichever request the answer came to. from is the peer that answered, or
+// whose request failed last.
+//
+// A hedge is sent at most once per request, and never to the first
+// request's peer: while only that peer has open channels, the hedge waits,
+// and it is withdrawn (its token refunded) when the first request ends.
+// If r is a Receiver, it decides whether each slow request is hedged at
+// once and hears of every hedge sent.
+//
+// A soft deadline of 0, or one at or past hard, means none: the request
+// is sent with hard alone, as o.Request sends it, and never hedged. Every
+// request sent earns the budget its share of a hedge. On error nothing was
+// sent and r is never called; the errors are o.RequestSoft's, with
+// receiver.ErrNilReceiver for a nil r and receiver.ErrBadTimeout for a
+// negative soft deadline.
+//
+// Like every send through an offer, Request must be called while the
+// offer is live: from the sender's OnOffer, or a goroutine OnOffer waits
+// for.
+func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error) {
+	if r == nil {
+		return 0, receiver.ErrNilReceiver
+	}
+	if soft < 0 {
+		return 0, fmt.Errorf("%w: soft deadline %v", receiver.ErrBadTimeout, soft)
+	}
+	ch, _ := o.Channel(i) // if there is no such channel, the send says why
+	c := &call{h: h, r: r, message: message, hard: hard, origin: ch.Peer}
+	c.first.c, c.second.c = c, c
+	c.first.live = true // before the send publishes c to the scheduler
+	var id receiver.RequestID
+	var err error
+	if soft > 0 && soft < hard {
+		id, err = o.RequestSoft(i, message, &c.first, soft, hard)
+	} else {
+		id, err = o.Request(i, message, &c.first, hard)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
+		c.first.live = false
+		return 0, err
+	}
+	c.first.id = id
+	if c.id == 0 {
+		c.id = id
+	}
+	if !c.done {
+		h.calls[id] = c
+	}
+	h.budget.Sent()
+	h.stats.Requests++
+	return id, nil
+}
+
+// Hedge hedges request id now, if it is one of the Hedger's, is still
+// live, has passed its soft deadline, has not been hedged, and the budget
+// allows, and reports whether it did: whether a hedge now waits for a
+// channel of another peer. It is for a Receiver that declined to hedge a
+// slow request at once (WantHedge) and wants it hedged later.
+//
+// Called from outside every callback with a scheduler that runs its
+// callbacks inline, Hedge may run callbacks, the hedge's offer among them,
+// before it returns, as the scheduler's Schedule may.
+func (h *Hedger) Hedge(id receiver.RequestID) bool {
+	h.mu.Lock()
+	c := h.calls[id]
+	h.mu.Unlock()
+	if c == nil {
+		return false
+	}
+	return c.hedge()
+}
+
+// Withdraw takes r away from request id, as the scheduler's
+// WithdrawReceiver does: if it returns true, neither r's OnResponse nor
+// its OnFailure will be called for id, its hedge (if one was sent) is
+// withdrawn too, and a hedge still waiting for a channel leaves the queue,
+// its token refunded. The requests keep their channels until their
+// responses or deadlines come. It returns false if id is not a live
+// request of the Hedger's: r's one call has been made, or is about to be,
+// or id was withdrawn already.
+//
+// A Receiver's WantHedge or OnHedge that another goroutine has already
+// begun when Withdraw returns may still finish (as the scheduler's OnSlow
+// may): a withdrawal cannot wait for callbacks, since it may be made from
+// one.
+func (h *Hedger) Withdraw(id receiver.RequestID) bool {
+	h.mu.Lock()
+	c := h.calls[id]
+	if c == nil || c.done {
+		h.mu.Unlock()
+		return false
+	}
+	w := c.endLocked()
+	h.mu.Unlock()
+	w.run(h)
+	return true
+}
+
+// Stats returns the Hedger's counters and the budget's tokens, read at
+// one moment.
+func (h *Hedger) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := h.stats
+	st.Live = len(h.calls)
+	st.Waiting = h.waiting
+	st.Tokens = h.budget.Tokens()
+	return st
+}

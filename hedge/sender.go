@@ -1,0 +1,148 @@
+package hedge
+
+import (
+	"errors"
+	"time"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// sender is a call's hedge waiting in the scheduler's queue: a one-shot
+// sender that puts the call's message on the best offered channel of a
+// peer other than the first request's, and declines offers that list only
+// that peer, keeping its place.
+type sender struct {
+	c *call
+	// The following fields are guarded by c.h.mu.
+	state  senderState
+	ticket offer.Ticket // 0 until ScheduleWith has returned it
+	token  bool         // holds a token of the budget: not sent, not refunded
+}
+
+type senderState uint8
+
+const (
+	waiting senderState = iota + 1 // in the queue
+	sending                        // in OnOffer, sending
+	sent                           // the hedge went: the call's second leg
+	gone                           // withdrawn, discarded, or never queued
+)
+
+// setLocked moves s to state to, keeping the Hedger's count of hedges
+// waiting. Caller holds h.mu.
+func (s *sender) setLocked(to senderState) {
+	h := s.c.h
+	if s.state == waiting {
+		h.waiting--
+	}
+	if to == waiting {
+		h.waiting++
+	}
+	s.state = to
+}
+
+// refundLocked gives the budget back the token of a hedge that will never
+// be sent, once. Caller holds h.mu.
+func (s *sender) refundLocked() {
+	if s.token {
+		s.token = false
+		s.c.h.budget.Refund()
+	}
+}
+
+// OnOffer sends the hedge, unless the call has ended. Implements
+// offer.Sender.
+func (s *sender) OnOffer(o offer.Offer) {
+	c := s.c
+	h := c.h
+	h.mu.Lock()
+	if s.state != waiting || c.done {
+		h.mu.Unlock()
+		return
+	}
+	s.setLocked(sending)
+	c.second.live = true // a failure of the first leg now waits for this one
+	h.mu.Unlock()
+
+	id, to, err := sendAvoiding(o, c.origin, c.message, &c.second, c.hard)
+
+	h.mu.Lock()
+	if err == nil {
+		s.setLocked(sent)
+		s.token = false
+		c.second.id = id
+		h.stats.Hedges++
+		if c.done {
+			// Withdrawn meanwhile, from another goroutine: so is the hedge.
+			c.second.live = false
+			h.mu.Unlock()
+			h.sched.WithdrawReceiver(id)
+			return
+		}
+		h.mu.Unlock()
+		if r, ok := c.r.(Receiver); ok {
+			r.OnHedge(c.id, to)
+		}
+		return
+	}
+	// Nothing sent: back to waiting, in the queue still.
+	c.second.live = false
+	s.setLocked(waiting)
+	var w cleanup
+	fail := false
+	switch {
+	case c.done: // withdrawn meanwhile: leave the queue
+		s.setLocked(gone)
+		w.ticket, w.sender = s.ticket, s
+	case !c.first.live: // the first leg failed meanwhile, and no hedge went
+		w, fail = c.endLocked(), true
+	}
+	rid, from, reason := c.id, c.lastFrom, c.lastReason
+	h.mu.Unlock()
+	w.run(h)
+	if fail {
+		c.r.OnFailure(rid, from, reason)
+	}
+}
+
+// OnDiscard: the scheduler stopped while the hedge waited. Its token goes
+// back; the call ends with its first leg, which the stop fails.
+// Implements offer.Sender.
+func (s *sender) OnDiscard() {
+	h := s.c.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.state != sent {
+		s.setLocked(gone)
+	}
+	s.refundLocked()
+}
+
+// errNoOtherPeer: the offer lists no channel that a hedge may take.
+var errNoOtherPeer = errors.New("hedge: no channel of another peer")
+
+// sendAvoiding sends message as a request with deadline hard on the first
+// channel of o whose peer is not avoid, going on to the next if a send
+// fails, and returns the request's ID and peer.
+func sendAvoiding(o offer.Offer, avoid peer.ID, message any, r receiver.Receiver, hard time.Duration) (receiver.RequestID, peer.ID, error) {
+	err := errNoOtherPeer
+	for i := range o.Len() {
+		ch, ok := o.Channel(i)
+		if !ok {
+			break
+		}
+		if ch.Peer == avoid {
+			continue
+		}
+		var id receiver.RequestID
+		if id, err = o.Request(i, message, r, hard); err == nil {
+			return id, ch.Peer, nil
+		}
+		if errors.Is(err, offer.ErrExpired) || errors.Is(err, offer.ErrSizeExceeded) {
+			break
+		}
+	}
+	return 0, "", err
+}
