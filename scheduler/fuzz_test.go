@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -847,6 +848,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 			MaxSenders:       [4]int{0, 2, 3, 5}[in.next()%4],
 			MaxRequests:      [4]int{0, 0, 2, 4}[in.next()%4],
 			MaxOfferChannels: int(in.next() % 4),
+			RankSeed:         fuzzRankSeed(data), // the model must know it
 		}
 		if extended {
 			cfg.Budget.MaxInFlight = [4]int{0, 1, 2, 4}[in.next()%4]
@@ -1180,6 +1182,15 @@ const extendedMarker = 0xff
 // The program encoder: each function writes one operation as exec reads it.
 
 func opByte(op int) byte { return byte(slices.Index(opTable[:], op)) }
+
+// fuzzRankSeed is a program's rank seed: drawn from its bytes, so that
+// programs see equal peers in different orders and each replays, and never
+// 0, which would have New draw a seed the model cannot know.
+func fuzzRankSeed(data []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(data)
+	return h.Sum64() | 1
+}
 
 // program writes the three bytes of the Config, then the operations.
 func program(maxSenders, maxRequests, maxOffer byte, ops ...[]byte) []byte {

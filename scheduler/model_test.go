@@ -26,8 +26,13 @@ package scheduler
 //   - Senders wait in priority order, FIFO within a priority. An offer goes
 //     to the first waiting sender that has not declined since the last
 //     channel opening. Its size is 1 if others wait, else every open
-//     channel; it lists the open channels best first (fewer closed, then
-//     lower RTT, then lower ID; a peer's k-th channel counts k more closed).
+//     channel; it lists the open channels (at most N, MaxOfferChannels, if
+//     set), best first: fewer closed (a peer's k-th channel counts k
+//     more closed), then lower RTT as peer.CompareRTTs ranks them under
+//     the rank seed (RTTs within a factor of two may count as equal), then
+//     the peer not sent to for longer (those never sent to since they
+//     connected first, in peer.TieKey order under the rank seed), then
+//     lower ID.
 //   - Request IDs are gen<<32 | slot+1; a new request takes the slot freed
 //     last. A notification takes a slot too, until it is digested or its
 //     peer disconnects, and a response naming it is unknown. A slot
@@ -81,6 +86,7 @@ import (
 
 type model struct {
 	maxSenders, maxRequests, maxOffer int
+	rankSeed, sends                   uint64
 	budget                            Budget
 	bucket                            *limit.Bucket
 	tokenDue                          bool // senders wait for the next token, due at tokenAt
@@ -119,6 +125,8 @@ type mPeer struct {
 	limit, closed int
 	limiter       limit.Limiter // nil for a fixed limit
 	rtt           time.Duration
+	tieKey        uint64 // peer.TieKey under the rank seed
+	lastSend      uint64 // when it was last sent to, in sends since New; 0 for never
 	gone          bool
 	requests      []*mReq // outstanding, and notifications being digested, oldest first
 }
@@ -213,6 +221,7 @@ func newModel(cfg Config) *model {
 	if m.maxRequests == 0 {
 		m.maxRequests = DefaultMaxRequests
 	}
+	m.rankSeed = cfg.RankSeed // it must be set: the model cannot know a drawn one
 	m.budget = cfg.Budget
 	for _, c := range cfg.Classes {
 		m.classes = append(m.classes, mClass{name: c.Name, limit: c.Limit, parent: -1})
@@ -441,7 +450,8 @@ func (m *model) best() []mChannel {
 		}
 	}
 	slices.SortFunc(all, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(a.p.closed+a.k, b.p.closed+b.k), cmp.Compare(a.p.rtt, b.p.rtt),
+		return cmp.Or(cmp.Compare(a.p.closed+a.k, b.p.closed+b.k), peer.CompareRTTs(m.rankSeed, a.p.rtt, b.p.rtt),
+			cmp.Compare(a.p.lastSend, b.p.lastSend), cmp.Compare(a.p.tieKey, b.p.tieKey),
 			cmp.Compare(a.p.id, b.p.id), cmp.Compare(a.k, b.k))
 	})
 	if m.maxOffer > 0 && len(all) > m.maxOffer {
@@ -452,6 +462,12 @@ func (m *model) best() []mChannel {
 		out[i] = mChannel{c.p, offer.ChannelOf(peer.Choice{ID: c.p.id, Closed: c.p.closed, Limit: c.p.limit, RTT: c.p.rtt})}
 	}
 	return out
+}
+
+// sent records a send to p, for the ranking.
+func (m *model) sent(p *mPeer) {
+	m.sends++
+	p.lastSend = m.sends
 }
 
 // --- peers ---
@@ -469,7 +485,7 @@ func (m *model) Connect(p peer.Peer, channels int) error {
 	case m.peers[id] != nil:
 		return ErrAlreadyConnected
 	}
-	m.peers[id] = &mPeer{p: p, id: id, limit: channels}
+	m.peers[id] = &mPeer{p: p, id: id, limit: channels, tieKey: peer.TieKey(m.rankSeed, id)}
 	m.openings++
 	m.want()
 	return nil
@@ -493,7 +509,7 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	case m.peers[id] != nil:
 		return ErrAlreadyConnected
 	}
-	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l}
+	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peer.TieKey(m.rankSeed, id)}
 	m.openings++
 	m.want()
 	return nil
@@ -662,6 +678,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 		return 0, ErrTooManyRequests
 	}
 	p.closed++
+	m.sent(p)
 	m.spend()
 	m.book(o.class)
 	q := m.add(r, p)
@@ -701,6 +718,7 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	}
 	o := c.offer
 	p.closed++
+	m.sent(p)
 	m.spend()
 	m.book(o.class)
 	if err := m.hostSend(p, 0, message); err != nil {

@@ -64,6 +64,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -102,6 +103,15 @@ type Config struct {
 	// MaxOfferChannels caps how many channels one offer lists (N). 0 means
 	// every open channel.
 	MaxOfferChannels int
+	// RankSeed seeds the order in which offers list channels that are
+	// equally good (equally loaded, response times in one class; see
+	// peer.Pool and peer.TieKey): equal peers take turns, starting from a
+	// permutation the seed picks, so that many nodes with the same view of
+	// the same peers do not all send their first requests to the same one.
+	// 0 means a seed drawn at random by New (see RankSeed), so that nodes
+	// differ by default; set it to replay a run exactly, as simulations and
+	// tests do.
+	RankSeed uint64
 	// InlineCallbacks runs callbacks on the goroutine whose call found none
 	// running, instead of on a goroutine of the scheduler's (see the package
 	// documentation). Simulations on a mock clock set it so that a run
@@ -134,6 +144,7 @@ type Scheduler struct {
 	maxSenders  int
 	maxRequests int
 	maxOffer    int
+	rankSeed    uint64
 	inline      bool
 	budget      Budget
 	// gated: a message's end may let a sender through even when no
@@ -260,6 +271,11 @@ func New(cfg Config) (*Scheduler, error) {
 	if s.maxRequests == 0 {
 		s.maxRequests = DefaultMaxRequests
 	}
+	s.rankSeed = cfg.RankSeed
+	for s.rankSeed == 0 {
+		s.rankSeed = rand.Uint64()
+	}
+	s.pool.SetRankSeed(s.rankSeed)
 	s.table.SetIDRange(cfg.RequestIDs)
 	if classes != nil {
 		s.pass = classes.NewPass()
@@ -270,6 +286,11 @@ func New(cfg Config) (*Scheduler, error) {
 	s.callbacksMu.Init("callbacks", rankCallbacks)
 	return s, nil
 }
+
+// RankSeed returns the seed of the order of equally good channels:
+// Config.RankSeed, or the seed New drew for it. A run on a simulated clock
+// replays with it.
+func (s *Scheduler) RankSeed() uint64 { return s.rankSeed }
 
 // now returns the time since the scheduler's epoch, the unit of every
 // deadline it keeps.
