@@ -73,20 +73,19 @@ func (pl *Pool) removeOrder(at int32) {
 
 // pickCandidate is a peer that Best may pick next, with how many of its
 // channels it has picked already. It carries the peer's rank (closed plus
-// picked, then RTT class, then tie key) so that ordering candidates, the
-// inner loop of Best, reads the candidate heap alone; only a tie on all
-// three goes to the records for the IDs.
+// picked, then RTT class and tie key) so that ordering candidates, the
+// inner loop of Best, reads the candidate heap alone; only a tie on both
+// goes to the records for the IDs.
 type pickCandidate struct {
 	slot   int32
 	picked int32
-	load   int32 // the peer's closed channels plus picked
-	class  int32 // the peer's rttClass
-	key    uint64
+	load   int32  // the peer's closed channels plus picked
+	rank   uint64 // the peer's RTT class and tie key (see rank)
 }
 
 func (pl *Pool) candidate(slot int32) pickCandidate {
 	r := &pl.records[slot]
-	return pickCandidate{slot: slot, load: r.closed, class: r.rttClass, key: r.tieKey}
+	return pickCandidate{slot: slot, load: r.closed, rank: r.rank}
 }
 
 // Best appends to dst up to max open channels (all of them if max <= 0), best
@@ -172,10 +171,8 @@ func (pl *Pool) candidateBefore(a, b pickCandidate) bool {
 	switch {
 	case a.load != b.load:
 		return a.load < b.load
-	case a.class != b.class:
-		return a.class < b.class
-	case a.key != b.key:
-		return a.key < b.key
+	case a.rank != b.rank:
+		return a.rank < b.rank
 	}
 	return pl.records[a.slot].id < pl.records[b.slot].id
 }

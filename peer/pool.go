@@ -81,9 +81,10 @@ type record struct {
 	limit       int32         // the messages the peer may have in flight
 	closed      int32         // the messages it has in flight
 	orderIndex  int32         // position in Pool.order, or -1
-	rttClass    int32         // the class of rtt on the pool's grid: the rank's view of it
 	rtt         time.Duration
-	tieKey      uint64 // TieKey of the peer, or sentKey of its last Close
+	// rank is the peer's RTT class on the pool's grid and its tie key
+	// (TieKey, or the sentKey of its last Close), packed (see rank).
+	rank uint64
 }
 
 // open is how many channels of the peer may carry a message now.
@@ -141,7 +142,7 @@ func (pl *Pool) connect(p Peer, id ID, l limit.Limiter, channels int) (Ref, erro
 		next = 1 // incarnation 0 marks a free slot
 	}
 	*r = record{peer: p, id: id, limiter: l, incarnation: next, limit: int32(channels), orderIndex: -1,
-		tieKey: TieKey(pl.seed, id)}
+		rank: rank(0, TieKey(pl.seed, id))}
 	pl.slotOf[id] = slot
 	pl.open += channels
 	pl.opened++
@@ -211,7 +212,7 @@ func (pl *Pool) Close(ref Ref) (inFlight int) {
 	}
 	r.closed++
 	// More load ranks it later whatever its key: it can only move down.
-	r.tieKey = sentKey(pl.closes)
+	r.rank = rank(rankClass(r.rank), sentKey(pl.closes))
 	pl.closes++
 	pl.open--
 	pl.closed++
@@ -294,8 +295,8 @@ func (pl *Pool) observeRTT(r *record, sample time.Duration) {
 	}
 	// Only the class ranks: most samples leave it, and the order, as
 	// they were.
-	if class := rttClass(r.rtt, pl.rttGrid()); class != r.rttClass {
-		r.rttClass = class
+	if class := rttClass(r.rtt, pl.rttGrid()); class != rankClass(r.rank) {
+		r.rank = rank(class, rankKey(r.rank))
 		if r.orderIndex >= 0 {
 			pl.fix(int(r.orderIndex))
 		}
@@ -312,8 +313,7 @@ func (pl *Pool) SetRankSeed(seed uint64) {
 	pl.seed, pl.grid = seed, rttGrid(seed)
 	for _, slot := range pl.slotOf {
 		r := &pl.records[slot]
-		r.tieKey = TieKey(seed, r.id)
-		r.rttClass = rttClass(r.rtt, pl.grid)
+		r.rank = rank(rttClass(r.rtt, pl.grid), TieKey(seed, r.id))
 	}
 	for i := len(pl.order)/2 - 1; i >= 0; i-- {
 		pl.down(i)

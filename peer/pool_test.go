@@ -112,7 +112,7 @@ func TestBestOrdersByLoadThenRTTClassThenTieKey(t *testing.T) {
 	// second.
 	require.Zero(t, CompareRTTs(2, 11*time.Millisecond, 12*time.Millisecond))
 	require.Equal(t, -1, CompareRTTs(2, 12*time.Millisecond, 90*time.Millisecond))
-	key := func(id ID) uint64 { return pl.records[refs[id].slot].tieKey }
+	key := func(id ID) uint64 { return rankKey(pl.records[refs[id].slot].rank) }
 	require.Equal(t, sentKey(1), key("busy"))
 	require.Equal(t, TieKey(2, "fast"), key("fast"))
 	require.Greater(t, key("new-a"), key("new-b"))
@@ -342,7 +342,7 @@ func bruteBest(pl *Pool) []string {
 	for _, slot := range pl.slotOf {
 		r := &pl.records[slot]
 		for k := int32(0); k < r.open(); k++ {
-			all = append(all, ch{r.closed + k, rttClass(r.rtt, pl.rttGrid()), r.tieKey, r.id})
+			all = append(all, ch{r.closed + k, rttClass(r.rtt, pl.rttGrid()), rankKey(r.rank), r.id})
 		}
 	}
 	sort.Slice(all, func(i, j int) bool {

@@ -67,7 +67,7 @@ func CompareRTTs(seed uint64, a, b time.Duration) int {
 }
 
 // TieKey is the tie key a peer named id gets when it connects to a Pool
-// whose rank seed is seed: a number below 2^63 that looks random, a pure
+// whose rank seed is seed: a number below 2^56 that looks random, a pure
 // function of the two. Among peers equal in load and response-time class,
 // the pool lists first those it has not sent to since they connected, in
 // the order of their tie keys, and then the others, the one it sent to
@@ -82,12 +82,29 @@ func TieKey(seed uint64, id ID) uint64 {
 		h ^= uint64(id[i])
 		h *= 1099511628211
 	}
-	return mix64(h^mix64(seed)) >> 1
+	return mix64(h^mix64(seed)) >> (64 - keyBits + 1)
 }
 
+// keyBits is the width of a tie key: TieKeys lie below 2^(keyBits-1), and
+// sentKeys above, so that a key and an RTT class pack into one uint64 (see
+// rank).
+const keyBits = 57
+
 // sentKey is the tie key of a peer whose channel was the pool's n-th Close:
-// above every TieKey, and in the order of the sends.
-func sentKey(n uint64) uint64 { return 1<<63 | n }
+// above every TieKey, and in the order of the sends (n < 2^56: more sends
+// than a pool makes in centuries).
+func sentKey(n uint64) uint64 { return 1<<(keyBits-1) | n&(1<<(keyBits-1)-1) }
+
+// rank packs a peer's RTT class and tie key in the order the ranking
+// compares them, so that ordering equally loaded peers is one comparison.
+// A class is at most 64, which fits in the 7 bits above the key.
+func rank(class int32, key uint64) uint64 { return uint64(class)<<keyBits | key }
+
+// rankClass is the RTT class in a rank.
+func rankClass(rank uint64) int32 { return int32(rank >> keyBits) }
+
+// rankKey is the tie key in a rank.
+func rankKey(rank uint64) uint64 { return rank & (1<<keyBits - 1) }
 
 // mix64 is SplitMix64's finalizer: a bijection on 64 bits whose every
 // output bit depends on every input bit.
