@@ -496,8 +496,8 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 		sd.violate("s%d offered size %d of %d with %d open", s.n, st.Size, st.Len, stats.ChannelsOpen)
 	case sd.cfg.Budget.MaxInFlight > 0 && stats.ChannelsClosed+st.Size > sd.cfg.Budget.MaxInFlight:
 		sd.violate("s%d offered size %d with %d in flight of %d", s.n, st.Size, stats.ChannelsClosed, sd.cfg.Budget.MaxInFlight)
-	case sd.cfg.MaxOfferChannels > 0 && st.Len > sd.cfg.MaxOfferChannels:
-		sd.violate("s%d offered %d channels, more than N=%d", s.n, st.Len, sd.cfg.MaxOfferChannels)
+	case st.Len > cmp.Or(sd.cfg.MaxOfferChannels, DefaultMaxOfferChannels):
+		sd.violate("s%d offered %d channels, more than N=%d", s.n, st.Len, cmp.Or(sd.cfg.MaxOfferChannels, DefaultMaxOfferChannels))
 	}
 
 	s.offer, s.sent, sd.offered = o, 0, s

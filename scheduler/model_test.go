@@ -25,9 +25,9 @@ package scheduler
 //   - A request counts against MaxRequests until its receiver is called.
 //   - Senders wait in priority order, FIFO within a priority. An offer goes
 //     to the first waiting sender that has not declined since the last
-//     channel opening. Its size is 1 if others wait, else every open
-//     channel; it lists the open channels (at most N, MaxOfferChannels, if
-//     set), best first: fewer closed (a peer's k-th channel counts k
+//     channel opening. Its size is 1 if others wait, else every channel it
+//     lists; it lists at most N open channels (MaxOfferChannels, 64 by
+//     default), best first: fewer closed (a peer's k-th channel counts k
 //     more closed), then lower RTT as peer.CompareRTTs ranks them under
 //     the rank seed (RTTs within a factor of two may count as equal), then
 //     the peer not sent to for longer (those never sent to since they
@@ -220,6 +220,9 @@ func newModel(cfg Config) *model {
 	}
 	if m.maxRequests == 0 {
 		m.maxRequests = DefaultMaxRequests
+	}
+	if m.maxOffer == 0 {
+		m.maxOffer = DefaultMaxOfferChannels
 	}
 	m.rankSeed = cfg.RankSeed // it must be set: the model cannot know a drawn one
 	m.budget = cfg.Budget
@@ -437,7 +440,7 @@ func (m *model) sendEnded(o *mOffer, ok bool) {
 	}
 }
 
-// best lists every open channel, best first, cut to the offer's N.
+// best lists the open channels, best first, cut to the offer's N.
 func (m *model) best() []mChannel {
 	type cand struct {
 		p *mPeer
@@ -454,7 +457,7 @@ func (m *model) best() []mChannel {
 			cmp.Compare(a.p.lastSend, b.p.lastSend), cmp.Compare(a.p.tieKey, b.p.tieKey),
 			cmp.Compare(a.p.id, b.p.id), cmp.Compare(a.k, b.k))
 	})
-	if m.maxOffer > 0 && len(all) > m.maxOffer {
+	if len(all) > m.maxOffer {
 		all = all[:m.maxOffer]
 	}
 	out := make([]mChannel, len(all))

@@ -81,6 +81,10 @@ import (
 const (
 	DefaultMaxSenders  = 1 << 20
 	DefaultMaxRequests = 1 << 22
+	// DefaultMaxOfferChannels is how many channels an offer lists at most
+	// by default: enough for a sender to spread a batch over many peers, few
+	// enough that an offer's cost does not grow with the pool.
+	DefaultMaxOfferChannels = 64
 	// MaxRequestsLimit is the largest MaxRequests accepted: request IDs keep
 	// a slot number in 32 bits, and notifications need slots too.
 	MaxRequestsLimit = 1<<31 - 2
@@ -100,8 +104,12 @@ type Config struct {
 	// MaxRequests caps the number of requests in flight; a send beyond it
 	// fails with ErrTooManyRequests. 0 means DefaultMaxRequests.
 	MaxRequests int
-	// MaxOfferChannels caps how many channels one offer lists (N). 0 means
-	// every open channel.
+	// MaxOfferChannels caps how many channels one offer lists (N), the
+	// best first. 0 means DefaultMaxOfferChannels. An offer costs more the
+	// more channels it lists; a sender alone in the queue that wants more
+	// channels than one offer shows schedules itself again and closes them
+	// over successive offers. To list every open channel, set it to
+	// math.MaxInt.
 	MaxOfferChannels int
 	// RankSeed seeds the order in which offers list channels that are
 	// equally good (equally loaded, response times in one class; see
@@ -270,6 +278,9 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if s.maxRequests == 0 {
 		s.maxRequests = DefaultMaxRequests
+	}
+	if s.maxOffer == 0 {
+		s.maxOffer = DefaultMaxOfferChannels
 	}
 	s.rankSeed = cfg.RankSeed
 	for s.rankSeed == 0 {
