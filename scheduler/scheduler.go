@@ -50,6 +50,17 @@
 // An offer lists the peers' open channels, and its size never exceeds what
 // the budget and the sender's class allow at that moment.
 //
+// # Ranking
+//
+// An offer lists at most Config.MaxOfferChannels channels (64 by default),
+// best first: the least loaded peers first, then the fastest, where smoothed
+// response times within a factor of two may count as equal
+// (peer.CompareRTTs). Equal peers take turns: first those not yet sent to,
+// in an order drawn from Config.RankSeed (peer.TieKey), then the one sent to
+// least recently. Schedulers with different seeds, seeing the same peers
+// alike, therefore start on different peers; left at 0, the seed is drawn
+// at random by New, so that nodes differ by default.
+//
 // # Locks
 //
 // Two locks guard the state, and are always taken in this order: the offers
