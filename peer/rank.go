@@ -18,7 +18,7 @@ import (
 // node would avoid them together. Shifted grids make it a matter of
 // chance per pool, a chance that grows with the ratio of the two times.
 //
-// A pool whose grid factor is g (in [1, 2)) puts a response time d in
+// A pool whose grid factor is g (in [1, 2]) puts a response time d in
 // class bits.Len64(⌊d·g⌋): two response times are in one class when d·g
 // and d'·g lie in one octave [2^k, 2^(k+1)). Class 0 is "no sample yet",
 // below every other.
@@ -33,8 +33,9 @@ import (
 const rttGridSalt = 0x5f0e1d2c3b4a6978
 
 // rttGrid returns the grid factor of a pool whose rank seed is seed, in
-// 32.32 fixed point: 2^u for u drawn uniformly from [0, 1), so that the
-// boundaries fall uniformly in the logarithm of the response time.
+// 32.32 fixed point: 2^u for u drawn uniformly from [0, 1) (rounded, so 2
+// itself is possible), so that the boundaries fall uniformly in the
+// logarithm of the response time.
 func rttGrid(seed uint64) uint64 {
 	u := float64(mix64(seed^rttGridSalt)>>11) / (1 << 53)
 	return uint64(math.Ldexp(math.Exp2(u), 32))

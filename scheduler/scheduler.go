@@ -124,9 +124,11 @@ type Config struct {
 	MaxOfferChannels int
 	// RankSeed seeds the order in which offers list channels that are
 	// equally good (equally loaded, response times in one class; see
-	// peer.Pool and peer.TieKey): equal peers take turns, starting from a
-	// permutation the seed picks, so that many nodes with the same view of
-	// the same peers do not all send their first requests to the same one.
+	// peer.Pool): equal peers take turns, starting from a permutation the
+	// seed picks (peer.TieKey), and which response times count as equal
+	// depends on the seed too (peer.CompareRTTs), so that many nodes with
+	// the same view of the same peers do not all send their first requests
+	// to the same one, nor all avoid the same one.
 	// 0 means a seed drawn at random by New (see RankSeed), so that nodes
 	// differ by default; set it to replay a run exactly, as simulations and
 	// tests do.
