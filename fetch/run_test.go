@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/hedge"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/simnet"
 )
@@ -161,8 +162,18 @@ func TestHedgingEndsTheTail(t *testing.T) {
 	cfg := quick
 	cfg.Timeout, cfg.MinTimeout, cfg.StallTimeout = 5*time.Second, 5*time.Second, 20*time.Second
 	peers := honest(4)
-	peers[3].Faults[simnet.UnknownID] = 0.5 // not p00, which gets the root, when no estimate is known
-	o := runSim(t, sim{strategy: "scheduler", peers: peers, seed: 3, cfg: cfg})
+	// The faulty peer must not be the one that gets the root: with no
+	// estimate known, the first of the equal peers in the scheduler's
+	// order, the one with the lowest tie key. Take the highest.
+	const seed = 3
+	faulty := 0
+	for i := range peers {
+		if peer.TieKey(rankSeed(seed), simID(i)) > peer.TieKey(rankSeed(seed), simID(faulty)) {
+			faulty = i
+		}
+	}
+	peers[faulty].Faults[simnet.UnknownID] = 0.5
+	o := runSim(t, sim{strategy: "scheduler", peers: peers, seed: seed, cfg: cfg})
 	mustComplete(t, o, nil)
 	if o.rep.Hedges == 0 || o.rep.Dropped.Unknown == 0 {
 		t.Fatalf("%d hedges, %d unknown IDs dropped", o.rep.Hedges, o.rep.Dropped.Unknown)

@@ -151,8 +151,10 @@ func (o Offer) Status() Status {
 }
 
 // Channel returns the i-th listed channel, best first: peers with fewer
-// closed channels, then lower response time, then lower ID. ok is false if i
-// is out of range or the offer has expired.
+// closed channels, then lower response time (within a factor of two, times
+// may count as equal), then, among equals, in turns from an order the
+// scheduler's rank seed picks (see peer.Pool). ok is false if i is out of
+// range or the offer has expired.
 func (o Offer) Channel(i int) (c Channel, ok bool) {
 	if o.carrier == nil {
 		return Channel{}, false

@@ -3,10 +3,7 @@ package peer
 // This file keeps Pool.order, a binary min-heap of the slots of peers that
 // have at least one open channel, and picks the best channels from it.
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // less reports whether the peer at order[i] should be offered before the
 // peer at order[j]: the ranking Best's candidates use, with nothing picked.
@@ -75,26 +72,27 @@ func (pl *Pool) removeOrder(at int32) {
 }
 
 // pickCandidate is a peer that Best may pick next, with how many of its
-// channels it has picked already. It carries the peer's rank key (closed
-// plus picked, then RTT) so that ordering candidates, the inner loop of
-// Best, reads the candidate heap alone; only a tie on both goes to the
-// records for the IDs.
+// channels it has picked already. It carries the peer's rank (closed plus
+// picked, then RTT class and tie key) so that ordering candidates, the
+// inner loop of Best, reads the candidate heap alone; only a tie on both
+// goes to the records for the IDs.
 type pickCandidate struct {
 	slot   int32
 	picked int32
-	load   int32 // the peer's closed channels plus picked
-	rtt    time.Duration
+	load   int32  // the peer's closed channels plus picked
+	rank   uint64 // the peer's RTT class and tie key (see rank)
 }
 
 func (pl *Pool) candidate(slot int32) pickCandidate {
 	r := &pl.records[slot]
-	return pickCandidate{slot: slot, load: r.closed, rtt: r.rtt}
+	return pickCandidate{slot: slot, load: r.closed, rank: r.rank}
 }
 
 // Best appends to dst up to max open channels (all of them if max <= 0), best
 // first. A peer with several open channels appears once per channel, each
-// later copy ranked as if the earlier ones were already closed, so a sender
-// that takes channels from the front spreads its load across peers.
+// later copy ranked as if the earlier ones were already closed (but with
+// the peer's tie key as it is now), so a sender that takes channels from the
+// front spreads its load across peers.
 //
 // It walks the order heap from the root: a peer's heap children can only rank
 // after it, so they join the candidates when it is first picked. Candidates
@@ -166,13 +164,15 @@ func (pl *Pool) fill(c *Choice, slot int32) {
 }
 
 // candidateBefore is the ranking: fewer closed channels (picks counted as
-// closed), then lower response time, then lower ID.
+// closed), then a faster response-time class, then the lower tie key (a
+// sentKey orders after every TieKey), then the lower ID (two TieKeys are
+// hardly ever equal, and two sentKeys never are).
 func (pl *Pool) candidateBefore(a, b pickCandidate) bool {
 	switch {
 	case a.load != b.load:
 		return a.load < b.load
-	case a.rtt != b.rtt:
-		return a.rtt < b.rtt
+	case a.rank != b.rank:
+		return a.rank < b.rank
 	}
 	return pl.records[a.slot].id < pl.records[b.slot].id
 }

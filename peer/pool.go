@@ -35,7 +35,13 @@ type Choice struct {
 
 // Pool counts every connected peer's open and closed channels and keeps the
 // peers that have an open channel ordered best first: fewer closed channels,
-// then lower smoothed response time, then lower ID.
+// then a faster class of smoothed response time (response times within a
+// factor of two may count as equal; see CompareRTTs), then
+// the peer not sent to for longer (those not sent to since they connected
+// first, in the order of their tie keys; see TieKey), then the lower ID.
+// The tie keys come from the pool's rank seed (SetRankSeed), so that pools
+// with different seeds, seeing the same peers alike, do not all pick the
+// same peer first, and equal peers take turns.
 //
 // Each peer has a limit: how many messages it may have in flight. A closed
 // channel carries one message, so a peer has closed channels for its
@@ -62,6 +68,9 @@ type Pool struct {
 	opened  uint64          // channel openings so far, including a connect's
 	fresh   []pickCandidate // scratch for Best: peers not yet picked, a heap
 	again   []pickCandidate // scratch for Best: peers picked before, in rank order
+	seed    uint64          // the rank seed the tie keys and the RTT grid come from
+	grid    uint64          // rttGrid(seed), or 0 until first needed
+	closes  uint64          // Close calls that closed a channel, for the tie keys
 }
 
 type record struct {
@@ -73,6 +82,9 @@ type record struct {
 	closed      int32         // the messages it has in flight
 	orderIndex  int32         // position in Pool.order, or -1
 	rtt         time.Duration
+	// rank is the peer's RTT class on the pool's grid and its tie key
+	// (TieKey, or the sentKey of its last Close), packed (see rank).
+	rank uint64
 }
 
 // open is how many channels of the peer may carry a message now.
@@ -129,7 +141,8 @@ func (pl *Pool) connect(p Peer, id ID, l limit.Limiter, channels int) (Ref, erro
 	if next == 0 {
 		next = 1 // incarnation 0 marks a free slot
 	}
-	*r = record{peer: p, id: id, limiter: l, incarnation: next, limit: int32(channels), orderIndex: -1}
+	*r = record{peer: p, id: id, limiter: l, incarnation: next, limit: int32(channels), orderIndex: -1,
+		rank: rank(0, TieKey(pl.seed, id))}
 	pl.slotOf[id] = slot
 	pl.open += channels
 	pl.opened++
@@ -188,15 +201,19 @@ func (pl *Pool) Target(ref Ref) (p Peer, open int) {
 }
 
 // Close closes one open channel of the peer ref names and returns how many
-// messages the peer then has in flight, this one included. It returns 0,
-// changing nothing, if the peer is gone or has no open channel (its limit may
-// have fallen since the channel was offered).
+// messages the peer then has in flight, this one included. Among peers
+// equal to it, the peer now goes last. It returns 0, changing nothing, if
+// the peer is gone or has no open channel (its limit may have fallen since
+// the channel was offered).
 func (pl *Pool) Close(ref Ref) (inFlight int) {
 	r := pl.live(ref)
 	if r == nil || r.open() == 0 {
 		return 0
 	}
 	r.closed++
+	// More load ranks it later whatever its key: it can only move down.
+	r.rank = rank(rankClass(r.rank), sentKey(pl.closes))
+	pl.closes++
 	pl.open--
 	pl.closed++
 	if r.open() == 0 {
@@ -276,9 +293,43 @@ func (pl *Pool) observeRTT(r *record, sample time.Duration) {
 			r.rtt = 1 // 0 means "no sample yet"
 		}
 	}
-	if r.orderIndex >= 0 {
-		pl.fix(int(r.orderIndex))
+	// Only the class ranks: most samples leave it, and the order, as
+	// they were.
+	if class := rttClass(r.rtt, pl.rttGrid()); class != rankClass(r.rank) {
+		r.rank = rank(class, rankKey(r.rank))
+		if r.orderIndex >= 0 {
+			pl.fix(int(r.orderIndex))
+		}
 	}
+}
+
+// SetRankSeed sets the seed of the tie keys (see TieKey) and of the
+// response-time grid (see CompareRTTs), gives every connected peer the key
+// it had when it connected, under this seed, as if it had not been sent to
+// since, and places its response time on the new grid. The zero Pool's
+// seed is 0. A scheduler sets it once, before any peer connects; later it
+// costs O(P log P) for P peers.
+func (pl *Pool) SetRankSeed(seed uint64) {
+	pl.seed, pl.grid = seed, rttGrid(seed)
+	for _, slot := range pl.slotOf {
+		r := &pl.records[slot]
+		r.rank = rank(rttClass(r.rtt, pl.grid), TieKey(seed, r.id))
+	}
+	for i := len(pl.order)/2 - 1; i >= 0; i-- {
+		pl.down(i)
+	}
+}
+
+// RankSeed returns the seed of the tie keys and the response-time grid.
+func (pl *Pool) RankSeed() uint64 { return pl.seed }
+
+// rttGrid returns the pool's grid factor, computing it the first time (the
+// zero Pool has not).
+func (pl *Pool) rttGrid() uint64 {
+	if pl.grid == 0 {
+		pl.grid = rttGrid(pl.seed)
+	}
+	return pl.grid
 }
 
 // Openings counts channel openings so far (a connect counts as one). A change

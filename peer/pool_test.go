@@ -1,8 +1,11 @@
 package peer
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -76,8 +79,9 @@ func TestCloseAndReopenConserveChannels(t *testing.T) {
 	require.Equal(t, 2, pl.Open())
 }
 
-func TestBestOrdersByLoadThenRTTThenID(t *testing.T) {
+func TestBestOrdersByLoadThenRTTClassThenTieKey(t *testing.T) {
 	var pl Pool
+	pl.SetRankSeed(2)
 	refs := map[ID]Ref{}
 	for _, spec := range []struct {
 		id       ID
@@ -87,47 +91,258 @@ func TestBestOrdersByLoadThenRTTThenID(t *testing.T) {
 	}{
 		{"busy", 3, 2, time.Millisecond},
 		{"slow", 2, 0, 90 * time.Millisecond},
-		{"fast", 2, 0, 10 * time.Millisecond},
+		{"fast", 2, 0, 11 * time.Millisecond},
+		{"fast-too", 2, 0, 12 * time.Millisecond}, // the same class as fast (see below): a tie
 		{"new-b", 1, 0, 0},
 		{"new-a", 1, 0, 0},
 	} {
 		ref, err := pl.Connect(fakePeer(spec.id), ID(spec.id), spec.channels)
 		require.NoError(t, err)
 		refs[spec.id] = ref
-		for range spec.closed {
-			require.NotZero(t, pl.Close(ref))
-		}
 		if spec.rtt > 0 {
 			pl.ObserveRTT(ref, spec.rtt)
 		}
+		for range spec.closed {
+			require.NotZero(t, pl.Close(ref))
+		}
 	}
+	// Ties go to the lower tie key, whatever the ID: under seed 2, fast and
+	// fast-too count as equal, and the keys reverse the IDs' order in both
+	// ties. The busy peer's key is that of its second Close, the pool's
+	// second.
+	require.Zero(t, CompareRTTs(2, 11*time.Millisecond, 12*time.Millisecond))
+	require.Equal(t, -1, CompareRTTs(2, 12*time.Millisecond, 90*time.Millisecond))
+	key := func(id ID) uint64 { return rankKey(pl.records[refs[id].slot].rank) }
+	require.Equal(t, sentKey(1), key("busy"))
+	require.Equal(t, TieKey(2, "fast"), key("fast"))
+	require.Greater(t, key("new-a"), key("new-b"))
+	require.Greater(t, key("fast"), key("fast-too"))
 	var got []ID
 	for _, c := range pl.Best(nil, 0) {
 		got = append(got, c.ID)
 	}
-	// First channels of the idle peers (no samples first, then by RTT), then
-	// their second channels ranked as if the first were closed, then the busy one.
-	require.Equal(t, []ID{"new-a", "new-b", "fast", "slow", "fast", "slow", "busy"}, got)
+	// First channels of the idle peers (no samples first, then by RTT
+	// class, then by key), then their second channels ranked as if the
+	// first were closed, then the busy one.
+	want := []ID{"new-b", "new-a", "fast-too", "fast", "slow", "fast-too", "fast", "slow", "busy"}
+	require.Equal(t, want, got)
 
 	got = got[:0]
 	for _, c := range pl.Best(nil, 3) {
 		got = append(got, c.ID)
 	}
-	require.Equal(t, []ID{"new-a", "new-b", "fast"}, got)
+	require.Equal(t, want[:3], got)
+}
+
+func TestRTTClass(t *testing.T) {
+	const one = 1 << 32 // a grid factor of 1, in 32.32 fixed point
+	for _, tc := range []struct {
+		rtt  time.Duration
+		grid uint64
+		want int32
+	}{
+		{0, one, 0},
+		{-5, one, 0},
+		{1, one, 1}, // the bit length of ⌊rtt·factor⌋
+		{2, one, 2},
+		{3, one, 2},
+		{4, one, 3},
+		{1 << 20, one, 21},
+		{1<<21 - 1, one, 21},
+		{1 << 21, one, 22},
+		{2, one * 3 / 2, 2},               // ⌊3⌋
+		{3, one * 3 / 2, 3},               // ⌊4.5⌋
+		{1398101, one * 3 / 2, 21},        // ⌊2097151.5⌋ < 2^21
+		{1398102, one * 3 / 2, 22},        // ⌊2097153⌋ ≥ 2^21: the boundary moved down to 2^21/1.5
+		{1, 2*one - 1, 1},                 // ⌊1.99…⌋
+		{math.MaxInt64, 2 * one, 64},      // the largest product fits
+		{math.MaxInt64, 2*one - 1, 64},    // and does not wrap
+		{time.Millisecond, one, 20},       // 10^6 ns: 2^19 ≤ 10^6 < 2^20
+		{time.Millisecond, 2*one - 1, 21}, // 2·10^6 - a hair: 2^20 ≤ it < 2^21
+	} {
+		require.Equal(t, tc.want, rttClass(tc.rtt, tc.grid), "rttClass(%d, %#x)", int64(tc.rtt), tc.grid)
+	}
+	for seed := range uint64(1000) {
+		g := rttGrid(seed)
+		require.True(t, g >= one && g <= 2*one, "seed %d: grid factor %#x outside [1, 2]", seed, g)
+	}
+}
+
+// TestCompareRTTs table-tests the tolerance: over many seeds, two response
+// times never rank the slower first, always differ from a ratio of 2, and
+// otherwise differ for a share log2(ratio) of the seeds.
+func TestCompareRTTs(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		a, b      time.Duration
+		different float64 // the share of seeds for which a ranks before b
+	}{
+		{0, 0, 0},
+		{10 * ms, 10 * ms, 0},
+		{0, 10 * ms, 1},                       // no sample yet ranks first
+		{0, 1, 1},                             //
+		{10 * ms, 20 * ms, 1},                 // a factor of 2: never equal
+		{10 * ms, 25 * ms, 1},                 //
+		{1, 2, 1},                             //
+		{100 * ms, 101 * ms, math.Log2(1.01)}, // 1 %: hardly ever different
+		{10 * ms, 11 * ms, math.Log2(1.1)},    // 14 %
+		{10 * ms, 15 * ms, math.Log2(1.5)},    // 58 %
+		{10 * ms, 19 * ms, math.Log2(1.9)},    // 93 %
+	} {
+		const seeds = 4000
+		before := 0
+		for seed := range uint64(seeds) {
+			c := CompareRTTs(seed, tc.a, tc.b)
+			require.Equal(t, -c, CompareRTTs(seed, tc.b, tc.a), "antisymmetric")
+			require.LessOrEqual(t, c, 0, "seed %d: %v ranked after %v", seed, tc.a, tc.b)
+			if c < 0 {
+				before++
+			}
+		}
+		require.InDelta(t, tc.different, float64(before)/seeds, 0.025, "%v vs %v", tc.a, tc.b)
+	}
+}
+
+// TestRTTToleranceDecidesTheOrder checks that Best ranks two idle peers as
+// CompareRTTs says, and by their tie keys where it says they are equal.
+func TestRTTToleranceDecidesTheOrder(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct{ a, b time.Duration }{
+		{0, 0}, {0, 10 * ms}, {10 * ms, 10 * ms}, {10 * ms, 11 * ms}, {12 * ms, 10 * ms}, {10 * ms, 15 * ms}, {100 * ms, 50 * ms},
+	} {
+		ties, orders := 0, 0
+		for seed := range uint64(64) {
+			var pl Pool
+			pl.SetRankSeed(seed)
+			ra, err := pl.Connect(fakePeer("a"), "a", 1)
+			require.NoError(t, err)
+			rb, err := pl.Connect(fakePeer("b"), "b", 1)
+			require.NoError(t, err)
+			if tc.a > 0 {
+				pl.ObserveRTT(ra, tc.a)
+			}
+			if tc.b > 0 {
+				pl.ObserveRTT(rb, tc.b)
+			}
+			var want ID
+			switch CompareRTTs(seed, tc.a, tc.b) {
+			case -1:
+				want = "a"
+				orders++
+			case 1:
+				want = "b"
+				orders++
+			default:
+				want = "b"
+				if TieKey(seed, "a") < TieKey(seed, "b") {
+					want = "a"
+				}
+				ties++
+			}
+			require.Equal(t, want, pl.Best(nil, 1)[0].ID, "%v vs %v, seed %d", tc.a, tc.b, seed)
+			require.Equal(t, want, pl.Best(nil, 2)[0].ID, "%v vs %v, seed %d", tc.a, tc.b, seed)
+		}
+		t.Logf("%v vs %v: equal for %d seeds of 64, ordered by speed for %d", tc.a, tc.b, ties, orders)
+	}
+}
+
+func TestEqualPeersTakeTurnsStartingWhereTheSeedSays(t *testing.T) {
+	require.Equal(t, TieKey(1, "p"), TieKey(1, "p"), "a pure function")
+	require.NotEqual(t, TieKey(1, "p"), TieKey(2, "p"))
+	require.NotEqual(t, TieKey(1, "p"), TieKey(1, "q"))
+	require.Less(t, TieKey(1, "p"), sentKey(0))
+
+	// Eight equal peers: which one comes first depends on the seed, and
+	// over many seeds each comes first about as often.
+	first := map[ID]int{}
+	for seed := range uint64(800) {
+		var pl Pool
+		pl.SetRankSeed(seed)
+		for i := range 8 {
+			id := ID(fmt.Sprint("p", i))
+			_, err := pl.Connect(fakePeer(id), id, 1)
+			require.NoError(t, err)
+		}
+		first[pl.Best(nil, 1)[0].ID]++
+	}
+	require.Len(t, first, 8)
+	for id, n := range first {
+		require.InDelta(t, 100, n, 35, "%s came first %d times in 800", id, n)
+	}
+
+	// One pool sending one message at a time over equal peers goes round
+	// them: first in the order of their tie keys, then in the same order
+	// again, each time to the one it sent to least recently.
+	var pl Pool
+	pl.SetRankSeed(3)
+	var want []ID
+	for i := range 4 {
+		id := ID(fmt.Sprint("p", i))
+		_, err := pl.Connect(fakePeer(id), id, 1)
+		require.NoError(t, err)
+		want = append(want, id)
+	}
+	slices.SortFunc(want, func(a, b ID) int { return cmp.Compare(TieKey(3, a), TieKey(3, b)) })
+	var got []ID
+	for range 12 {
+		c := pl.Best(nil, 1)[0]
+		got = append(got, c.ID)
+		require.NotZero(t, pl.Close(c.Ref))
+		require.True(t, pl.Reopen(c.Ref))
+	}
+	require.Equal(t, slices.Concat(want, want, want), got)
+}
+
+func TestSetRankSeedRekeysConnectedPeers(t *testing.T) {
+	var a, b Pool
+	b.SetRankSeed(9)
+	for i := range 20 {
+		id := ID(fmt.Sprint("p", i))
+		ra, err := a.Connect(fakePeer(id), id, 2)
+		require.NoError(t, err)
+		rb, err := b.Connect(fakePeer(id), id, 2)
+		require.NoError(t, err)
+		// Response times from 10 to 29 ms: which count as equal depends
+		// on the seed's grid.
+		a.ObserveRTT(ra, time.Duration(10+i)*time.Millisecond)
+		b.ObserveRTT(rb, time.Duration(10+i)*time.Millisecond)
+	}
+	require.NotEqual(t, ids(b.Best(nil, 0)), ids(a.Best(nil, 0)))
+	a.SetRankSeed(9)
+	require.Equal(t, uint64(9), a.RankSeed())
+	require.Equal(t, ids(b.Best(nil, 0)), ids(a.Best(nil, 0)), "as if connected under seed 9, response times on its grid")
+	require.Equal(t, bruteBest(&a), strings(ids(a.Best(nil, 0))))
+}
+
+func ids(cs []Choice) []ID {
+	var out []ID
+	for _, c := range cs {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+func strings(ids []ID) []string {
+	var out []string
+	for _, id := range ids {
+		out = append(out, string(id))
+	}
+	return out
 }
 
 // bruteBest ranks every open channel by sorting them all: slow, obviously right.
 func bruteBest(pl *Pool) []string {
 	type ch struct {
-		load int32
-		rtt  time.Duration
-		id   ID
+		load  int32
+		class int32
+		key   uint64
+		id    ID
 	}
 	var all []ch
 	for _, slot := range pl.slotOf {
 		r := &pl.records[slot]
 		for k := int32(0); k < r.open(); k++ {
-			all = append(all, ch{r.closed + k, r.rtt, r.id})
+			all = append(all, ch{r.closed + k, rttClass(r.rtt, pl.rttGrid()), rankKey(r.rank), r.id})
 		}
 	}
 	sort.Slice(all, func(i, j int) bool {
@@ -135,8 +350,11 @@ func bruteBest(pl *Pool) []string {
 		if a.load != b.load {
 			return a.load < b.load
 		}
-		if a.rtt != b.rtt {
-			return a.rtt < b.rtt
+		if a.class != b.class {
+			return a.class < b.class
+		}
+		if a.key != b.key {
+			return a.key < b.key
 		}
 		return a.id < b.id
 	})

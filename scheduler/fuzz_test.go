@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -514,8 +515,8 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 		sd.violate("s%d offered size %d of %d with %d open", s.n, st.Size, st.Len, stats.ChannelsOpen)
 	case sd.cfg.Budget.MaxInFlight > 0 && stats.ChannelsClosed+st.Size > sd.cfg.Budget.MaxInFlight:
 		sd.violate("s%d offered size %d with %d in flight of %d", s.n, st.Size, stats.ChannelsClosed, sd.cfg.Budget.MaxInFlight)
-	case sd.cfg.MaxOfferChannels > 0 && st.Len > sd.cfg.MaxOfferChannels:
-		sd.violate("s%d offered %d channels, more than N=%d", s.n, st.Len, sd.cfg.MaxOfferChannels)
+	case st.Len > cmp.Or(sd.cfg.MaxOfferChannels, DefaultMaxOfferChannels):
+		sd.violate("s%d offered %d channels, more than N=%d", s.n, st.Len, cmp.Or(sd.cfg.MaxOfferChannels, DefaultMaxOfferChannels))
 	}
 
 	s.offer, s.sent, sd.offered = o, 0, s
@@ -904,6 +905,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 		cfg := Config{
 			MaxSenders:  [4]int{0, 2, 3, 5}[in.next()%4],
 			MaxRequests: [4]int{0, 0, 2, 4}[in.next()%4],
+			RankSeed:    fuzzRankSeed(data), // the model must know it
 		}
 		// The third byte's low bits cap offers; its next bits set the
 		// pass-over limit: the default (too large for most programs to
@@ -1325,6 +1327,15 @@ const bytesMarker = 0xfe
 // The program encoder: each function writes one operation as exec reads it.
 
 func opByte(op int) byte { return byte(slices.Index(opTable[:], op)) }
+
+// fuzzRankSeed is a program's rank seed: drawn from its bytes, so that
+// programs see equal peers in different orders and each replays, and never
+// 0, which would have New draw a seed the model cannot know.
+func fuzzRankSeed(data []byte) uint64 {
+	h := fnv.New64a()
+	h.Write(data)
+	return h.Sum64() | 1
+}
 
 // program encodes a program: the caps' bytes (maxOffer also carries the
 // pass-over limit in bits 2-3: the default, 1, 2, strict) and the operations.

@@ -152,9 +152,9 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 			name: "a peer answers a request sent to another",
 			do: func(t *testing.T, w *world) {
 				w.connect("A", 1)
-				w.connect("B", 1)
 				rec := newOutcomes()
 				id := requestOn(t, w, rec)
+				w.connect("B", 1)
 				require.ErrorIs(t, w.s.Deliver("B", id, "spoof"), ErrWrongPeer)
 				require.Zero(t, rec.total())
 				require.NoError(t, w.s.Deliver("A", id, "real"))

@@ -25,9 +25,14 @@ package scheduler
 //   - A request counts against MaxRequests until its receiver is called.
 //   - Senders wait in priority order, FIFO within a priority. An offer goes
 //     to the first waiting sender that has not declined since the last
-//     channel opening. Its size is 1 if others wait, else every open
-//     channel; it lists the open channels best first (fewer closed, then
-//     lower RTT, then lower ID; a peer's k-th channel counts k more closed).
+//     channel opening. Its size is 1 if others wait, else every channel it
+//     lists; it lists at most N open channels (MaxOfferChannels, 64 by
+//     default), best first: fewer closed (a peer's k-th channel counts k
+//     more closed), then lower RTT as peer.CompareRTTs ranks them under
+//     the rank seed (RTTs within a factor of two may count as equal), then
+//     the peer not sent to for longer (those never sent to since they
+//     connected first, in peer.TieKey order under the rank seed), then
+//     lower ID.
 //   - Request IDs are gen<<32 | slot+1; a new request takes the slot freed
 //     last. A notification takes a slot too, until it is digested or its
 //     peer disconnects, and a response naming it is unknown. A slot
@@ -90,6 +95,7 @@ import (
 
 type model struct {
 	maxSenders, maxRequests, maxOffer int
+	rankSeed, sends                   uint64
 	budget                            Budget
 	bucket                            *limit.Bucket
 	byteBucket                        *limit.Bucket // the byte rate's; nil without one
@@ -135,6 +141,8 @@ type mPeer struct {
 	limit, closed int
 	limiter       limit.Limiter // nil for a fixed limit
 	rtt           time.Duration
+	tieKey        uint64 // peer.TieKey under the rank seed
+	lastSend      uint64 // when it was last sent to, in sends since New; 0 for never
 	gone          bool
 	requests      []*mReq // outstanding, and notifications being digested, oldest first
 }
@@ -248,6 +256,10 @@ func newModel(cfg Config) *model {
 	if m.maxRequests == 0 {
 		m.maxRequests = DefaultMaxRequests
 	}
+	if m.maxOffer == 0 {
+		m.maxOffer = DefaultMaxOfferChannels
+	}
+	m.rankSeed = cfg.RankSeed // it must be set: the model cannot know a drawn one
 	m.budget = cfg.Budget
 	m.passedOver = map[int]int{}
 	switch {
@@ -524,7 +536,7 @@ func (m *model) sendEnded(o *mOffer, ok bool) {
 	}
 }
 
-// best lists every open channel, best first, cut to the offer's N.
+// best lists the open channels, best first, cut to the offer's N.
 func (m *model) best() []mChannel {
 	type cand struct {
 		p *mPeer
@@ -537,10 +549,11 @@ func (m *model) best() []mChannel {
 		}
 	}
 	slices.SortFunc(all, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(a.p.closed+a.k, b.p.closed+b.k), cmp.Compare(a.p.rtt, b.p.rtt),
+		return cmp.Or(cmp.Compare(a.p.closed+a.k, b.p.closed+b.k), peer.CompareRTTs(m.rankSeed, a.p.rtt, b.p.rtt),
+			cmp.Compare(a.p.lastSend, b.p.lastSend), cmp.Compare(a.p.tieKey, b.p.tieKey),
 			cmp.Compare(a.p.id, b.p.id), cmp.Compare(a.k, b.k))
 	})
-	if m.maxOffer > 0 && len(all) > m.maxOffer {
+	if len(all) > m.maxOffer {
 		all = all[:m.maxOffer]
 	}
 	out := make([]mChannel, len(all))
@@ -548,6 +561,12 @@ func (m *model) best() []mChannel {
 		out[i] = mChannel{c.p, offer.ChannelOf(peer.Choice{ID: c.p.id, Closed: c.p.closed, Limit: c.p.limit, RTT: c.p.rtt})}
 	}
 	return out
+}
+
+// sent records a send to p, for the ranking.
+func (m *model) sent(p *mPeer) {
+	m.sends++
+	p.lastSend = m.sends
 }
 
 // --- peers ---
@@ -565,7 +584,7 @@ func (m *model) Connect(p peer.Peer, channels int) error {
 	case m.peers[id] != nil:
 		return ErrAlreadyConnected
 	}
-	m.peers[id] = &mPeer{p: p, id: id, limit: channels}
+	m.peers[id] = &mPeer{p: p, id: id, limit: channels, tieKey: peer.TieKey(m.rankSeed, id)}
 	m.openings++
 	m.want()
 	return nil
@@ -589,7 +608,7 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	case m.peers[id] != nil:
 		return ErrAlreadyConnected
 	}
-	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l}
+	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peer.TieKey(m.rankSeed, id)}
 	m.openings++
 	m.want()
 	return nil
@@ -770,6 +789,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 		return 0, ErrTooManyRequests
 	}
 	p.closed++
+	m.sent(p)
 	m.spend(o.bytes)
 	m.book(o.class)
 	q := m.add(r, p)
@@ -819,6 +839,7 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	}
 	o := c.offer
 	p.closed++
+	m.sent(p)
 	m.spend(o.bytes)
 	m.book(o.class)
 	if err := m.hostSend(p, 0, message); err != nil {

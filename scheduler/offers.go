@@ -78,8 +78,8 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 		}
 	}
 	// Fairness: while others wait, a sender may close one channel per offer;
-	// alone, it may close every channel it is shown, as far as the budget
-	// allows.
+	// alone, it may close every channel it is shown (at most maxOffer, the
+	// best), as far as the budget allows.
 	size := 1
 	if s.queue.Len() == 1 {
 		size = min(s.pool.Open(), room)

@@ -58,6 +58,17 @@
 // higher priorities first, but a priority level passed over
 // Config.PassOverLimit times takes its turn, so none starves.
 //
+// # Ranking
+//
+// An offer lists at most Config.MaxOfferChannels channels (64 by default),
+// best first: the least loaded peers first, then the fastest, where smoothed
+// response times within a factor of two may count as equal
+// (peer.CompareRTTs). Equal peers take turns: first those not yet sent to,
+// in an order drawn from Config.RankSeed (peer.TieKey), then the one sent to
+// least recently. Schedulers with different seeds, seeing the same peers
+// alike, therefore start on different peers; left at 0, the seed is drawn
+// at random by New, so that nodes differ by default.
+//
 // # Locks
 //
 // Two locks guard the state, and are always taken in this order: the offers
@@ -72,6 +83,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -92,6 +104,10 @@ const (
 	// priorities in use, the lower one is offered a channel within 10 offers
 	// and the higher keeps 7 in 8.
 	DefaultPassOverLimit = 7
+	// DefaultMaxOfferChannels is how many channels an offer lists at most
+	// by default: enough for a sender to spread a batch over many peers, few
+	// enough that an offer's cost does not grow with the pool.
+	DefaultMaxOfferChannels = 64
 	// MaxRequestsLimit is the largest MaxRequests accepted: request IDs keep
 	// a slot number in 32 bits, and notifications need slots too.
 	MaxRequestsLimit = 1<<31 - 2
@@ -111,8 +127,12 @@ type Config struct {
 	// MaxRequests caps the number of requests in flight; a send beyond it
 	// fails with ErrTooManyRequests. 0 means DefaultMaxRequests.
 	MaxRequests int
-	// MaxOfferChannels caps how many channels one offer lists (N). 0 means
-	// every open channel.
+	// MaxOfferChannels caps how many channels one offer lists (N), the
+	// best first. 0 means DefaultMaxOfferChannels. An offer costs more the
+	// more channels it lists; a sender alone in the queue that wants more
+	// channels than one offer shows schedules itself again and closes them
+	// over successive offers. To list every open channel, set it to
+	// math.MaxInt.
 	MaxOfferChannels int
 	// PassOverLimit bounds how long a lower priority waits while higher ones
 	// keep senders waiting (offer.Queue.SetPassOverLimit has the rule and
@@ -124,6 +144,17 @@ type Config struct {
 	// value means strict priorities, under which a lower priority waits as
 	// long as a higher one has senders to offer to.
 	PassOverLimit int
+	// RankSeed seeds the order in which offers list channels that are
+	// equally good (equally loaded, response times in one class; see
+	// peer.Pool): equal peers take turns, starting from a permutation the
+	// seed picks (peer.TieKey), and which response times count as equal
+	// depends on the seed too (peer.CompareRTTs), so that many nodes with
+	// the same view of the same peers do not all send their first requests
+	// to the same one, nor all avoid the same one.
+	// 0 means a seed drawn at random by New (see RankSeed), so that nodes
+	// differ by default; set it to replay a run exactly, as simulations and
+	// tests do.
+	RankSeed uint64
 	// InlineCallbacks runs callbacks on the goroutine whose call found none
 	// running, instead of on a goroutine of the scheduler's (see the package
 	// documentation). Simulations on a mock clock set it so that a run
@@ -157,6 +188,7 @@ type Scheduler struct {
 	maxSenders  int
 	maxRequests int
 	maxOffer    int
+	rankSeed    uint64
 	inline      bool
 	budget      Budget
 	// gated: a message's end may let a sender through even when no
@@ -288,6 +320,14 @@ func New(cfg Config) (*Scheduler, error) {
 	if s.maxRequests == 0 {
 		s.maxRequests = DefaultMaxRequests
 	}
+	if s.maxOffer == 0 {
+		s.maxOffer = DefaultMaxOfferChannels
+	}
+	s.rankSeed = cfg.RankSeed
+	for s.rankSeed == 0 {
+		s.rankSeed = rand.Uint64()
+	}
+	s.pool.SetRankSeed(s.rankSeed)
 	s.table.SetIDRange(cfg.RequestIDs)
 	switch {
 	case cfg.PassOverLimit == 0:
@@ -304,6 +344,11 @@ func New(cfg Config) (*Scheduler, error) {
 	s.callbacksMu.Init("callbacks", rankCallbacks)
 	return s, nil
 }
+
+// RankSeed returns the seed of the order of equally good channels:
+// Config.RankSeed, or the seed New drew for it. A run on a simulated clock
+// replays with it.
+func (s *Scheduler) RankSeed() uint64 { return s.rankSeed }
 
 // now returns the time since the scheduler's epoch, the unit of every
 // deadline it keeps.

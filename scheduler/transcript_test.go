@@ -140,7 +140,7 @@ type transcriptRunner struct {
 
 func newTranscriptRunner(t *testing.T) *transcriptRunner {
 	mock := clock.NewMock()
-	s, err := New(Config{Clock: mock, InlineCallbacks: true})
+	s, err := New(Config{Clock: mock, InlineCallbacks: true, RankSeed: testRankSeed})
 	require.NoError(t, err)
 	return &transcriptRunner{
 		t: t, clock: mock, s: s,

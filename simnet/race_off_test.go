@@ -1,0 +1,5 @@
+//go:build !race
+
+package simnet_test
+
+const raceEnabled = false
