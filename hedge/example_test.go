@@ -58,7 +58,7 @@ func (sendTo) OnDiscard()              {}
 // gets it under the first request's ID.
 func ExampleHedger() {
 	clk := clock.NewMock()
-	s, _ := scheduler.New(scheduler.Config{Clock: clk})
+	s, _ := scheduler.New(scheduler.Config{Clock: clk, RankSeed: 1})
 	defer s.Shutdown(context.Background())
 	h, _ := hedge.NewHedger(s, nil, hedge.Options{}) // the default budget: 5%, after 10
 	sent := make(chan string, 2)
