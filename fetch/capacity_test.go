@@ -3,12 +3,12 @@ package fetch
 import (
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/peersched/peersched/internal/pinned"
+	"github.com/peersched/peersched/internal/race"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/simnet"
 )
@@ -184,7 +184,7 @@ func TestCapacityExperiment(t *testing.T) {
 	switch {
 	case testing.Short():
 		t.Skip("the capacity experiment runs nine fetches of a 138,559-node ledger; skipped with -short")
-	case raceEnabled:
+	case race.Enabled:
 		// Its outcome is exact and its code runs under -race in the other
 		// simulated fetches; .ci/run runs it without -race.
 		t.Skip("the capacity experiment takes about 6 minutes under -race; run it without: go test ./fetch -run TestCapacityExperiment")
@@ -211,7 +211,7 @@ func TestCapacityExperiment(t *testing.T) {
 		t.Errorf("fixed 64 did not overload the small peers (worst p99 %v, %d dropped): the scenario shows nothing", fixed64.p99, fixed64.dropped)
 	}
 
-	comparePinned(t, capacityFile, table)
+	pinned.Check(t, capacityFile, table, *updateCapacity, "update-capacity")
 }
 
 // capacitySweepSeeds are the network seeds of TestCapacitySeeds.
@@ -229,7 +229,7 @@ func TestCapacitySeeds(t *testing.T) {
 	switch {
 	case testing.Short():
 		t.Skip("the capacity sweep runs eighty fetches of a 138,559-node ledger; skipped with -short")
-	case raceEnabled:
+	case race.Enabled:
 		t.Skip("the capacity sweep takes many minutes under -race; run it without: go test ./fetch -run TestCapacitySeeds")
 	}
 	var b strings.Builder
@@ -256,26 +256,7 @@ func TestCapacitySeeds(t *testing.T) {
 	}
 	table := b.String()
 	t.Log("\n" + table)
-	comparePinned(t, capacitySeedsFile, table)
-}
-
-// comparePinned compares table with the file at path, or rewrites the file
-// with -update-capacity.
-func comparePinned(t *testing.T, path, table string) {
-	t.Helper()
-	if *updateCapacity {
-		if err := os.WriteFile(filepath.FromSlash(path), []byte(table), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	pinned, err := os.ReadFile(filepath.FromSlash(path))
-	if err != nil {
-		t.Fatalf("%v (run with -update-capacity to write it)", err)
-	}
-	if string(pinned) != table {
-		t.Errorf("the experiment's outcome changed; if deliberately, rerun with -update-capacity.\npinned:\n%s\nnow:\n%s", pinned, table)
-	}
+	pinned.Check(t, capacitySeedsFile, table, *updateCapacity, "update-capacity")
 }
 
 // bestFixed returns the fixed setting that fetched fastest.

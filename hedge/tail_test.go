@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +13,8 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/hedge"
+	"github.com/peersched/peersched/internal/pinned"
+	"github.com/peersched/peersched/internal/race"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
@@ -276,7 +276,7 @@ func TestTailExperiment(t *testing.T) {
 	switch {
 	case testing.Short():
 		t.Skip("the tail experiment runs four streams of 100,000 requests; skipped with -short")
-	case raceEnabled:
+	case race.Enabled:
 		// Its outcome is exact, and the Hedger's code runs under -race in
 		// the package's other tests.
 		t.Skip("the tail experiment is slow under -race; run it without: go test ./hedge -run TestTailExperiment")
@@ -299,7 +299,7 @@ func TestTailExperiment(t *testing.T) {
 		t.Errorf("hedging's p99 and p99.9 (%v, %v) are not below the other settings' (%v and %v; %v)",
 			hedged.p99, hedged.p999, fixed.p99, adaptive.p99, adaptive.p999)
 	}
-	comparePinned(t, tailFile, table)
+	pinned.Check(t, tailFile, table, *updateTail, "update-tail")
 }
 
 // tailSweepSeeds are the network seeds of TestTailSeeds.
@@ -314,7 +314,7 @@ func TestTailSeeds(t *testing.T) {
 	switch {
 	case testing.Short():
 		t.Skip("the tail sweep runs twenty streams of 100,000 requests; skipped with -short")
-	case raceEnabled:
+	case race.Enabled:
 		t.Skip("the tail sweep is slow under -race; run it without: go test ./hedge -run TestTailSeeds")
 	}
 	settings := tailSettings()
@@ -334,7 +334,7 @@ func TestTailSeeds(t *testing.T) {
 	}
 	table := b.String()
 	t.Log("\n" + table)
-	comparePinned(t, tailSeedsFile, table)
+	pinned.Check(t, tailSeedsFile, table, *updateTail, "update-tail")
 }
 
 // tailTable renders rows as the Markdown table that BENCHMARKS.md quotes.
@@ -358,27 +358,4 @@ func tailTable(rows []tailRow) string {
 		float64(fixed.p99)/float64(hedged.p99), float64(adaptive.p99)/float64(hedged.p99),
 		float64(fixed.p999)/float64(hedged.p999), float64(adaptive.p999)/float64(hedged.p999))
 	return b.String()
-}
-
-// comparePinned compares table with the file at path, or rewrites the
-// file with -update-tail.
-func comparePinned(t *testing.T, path, table string) {
-	t.Helper()
-	path = filepath.FromSlash(path)
-	if *updateTail {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	pinned, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update-tail to write it)", err)
-	}
-	if string(pinned) != table {
-		t.Errorf("the experiment's outcome changed; if deliberately, rerun with -update-tail.\npinned:\n%s\nnow:\n%s", pinned, table)
-	}
 }

@@ -15,8 +15,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +24,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/peersched/peersched/internal/pinned"
+	"github.com/peersched/peersched/internal/race"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
@@ -311,7 +311,7 @@ func herdRun(t *testing.T, demand, workers int, seed uint64, rankSeed func(int) 
 //
 //	go test ./simnet -run TestHerdingSpread -update-herding
 func TestHerdingSpread(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		// One run of the table under the race detector, with the target;
 		// the whole experiment runs without it (.ci/run does).
 		lo, hi := spread(herdRun(t, 2, herdWorkers, herdSeed, herdRankSeeds[0].seed).served)
@@ -361,17 +361,5 @@ func TestHerdingSpread(t *testing.T) {
 	}
 	table := b.String()
 	t.Logf("\n%s", table)
-	if *updateHerding {
-		if err := os.WriteFile(filepath.FromSlash(herdFile), []byte(table), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	pinned, err := os.ReadFile(filepath.FromSlash(herdFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(pinned) != table {
-		t.Errorf("the experiment's outcome changed; if deliberately, rerun with -update-herding.\npinned:\n%s\nnow:\n%s", pinned, table)
-	}
+	pinned.Check(t, herdFile, table, *updateHerding, "update-herding")
 }

@@ -1,5 +1,0 @@
-//go:build !race
-
-package fetch
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package hedge_test
-
-const raceEnabled = false

@@ -1,0 +1,6 @@
+//go:build !race
+
+package race
+
+// Enabled: see on.go.
+const Enabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package simnet_test
-
-const raceEnabled = false
