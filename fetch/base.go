@@ -10,11 +10,10 @@ type Store interface {
 	Get(h ledger.Hash) ([]byte, bool)
 }
 
-// reusedTree is a subtree of the ledger being fetched that the base holds:
-// its root, and the nodes and bytes under it (root included) that the fetch
-// takes from the base instead of asking for them.
+// reusedTree is what the base holds of a subtree of the ledger being
+// fetched: the nodes and bytes under its root (root included) that the
+// fetch takes from the base instead of asking for them.
 type reusedTree struct {
-	root  ledger.Hash
 	nodes int
 	bytes int64
 }
@@ -36,23 +35,22 @@ func reuse(base Store, results []itemResult) {
 		}
 		var fetch []ledger.Hash
 		for _, c := range r.children {
-			if _, ok := base.Get(c); !ok {
-				fetch = append(fetch, c)
-				continue
-			}
+			// A child the base lacks comes back as the one node to fetch.
 			t, lacking := walkBase(base, c)
-			r.reused = append(r.reused, t)
+			if t.nodes > 0 {
+				r.reused = append(r.reused, t)
+			}
 			fetch = append(fetch, lacking...)
 		}
 		r.children = fetch
 	}
 }
 
-// walkBase walks the subtree under root, which base holds, and returns what
-// it holds of it, and the hashes of the nodes under it that it lacks (or
-// holds as bytes that are not a node): those must be fetched.
+// walkBase walks the subtree under root in base and returns what base holds
+// of it, and the hashes of the nodes under it that it lacks (or holds as
+// bytes that are not a node), root itself included: those must be fetched.
 func walkBase(base Store, root ledger.Hash) (reusedTree, []ledger.Hash) {
-	t := reusedTree{root: root}
+	var t reusedTree
 	var lacking []ledger.Hash
 	todo := []ledger.Hash{root}
 	for len(todo) > 0 {

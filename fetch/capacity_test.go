@@ -151,7 +151,7 @@ func runCapacity(t *testing.T, s capacitySetting, seed uint64) capacityRow {
 	row := capacityRow{setting: s, virtual: o.virtual, timeouts: o.rep.Timeouts,
 		rate: float64(o.rep.Objects) / o.virtual.Seconds()}
 	for i := range capacityPeers {
-		id := peer.ID(fmt.Sprintf("p%02d", i))
+		id := simID(i)
 		row.dropped += o.peers[id].Overflowed
 		all := o.queueDelays[id]
 		row.longest = max(row.longest, simnet.Quantile(all, 1))

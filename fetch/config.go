@@ -3,6 +3,7 @@ package fetch
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -74,7 +75,7 @@ type Config struct {
 	// response time), through a hedge.Hedger; where peers lose many
 	// answers the tail wants more hedges than 5%, and the requests left
 	// unhedged wait out their timeouts (with a tenth of the answers lost
-	// and 5s timeouts, a test fetch takes 20s at 5% and 10s at 1000).
+	// and 5s timeouts, a test fetch takes 20s at 5% and 15s at 1000).
 	HedgesPerThousand int
 	// StallTimeout ends the fetch with an *IncompleteError when no object
 	// has verified for this long. 0 means DefaultStallTimeout.
@@ -104,10 +105,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Root == (ledger.Hash{}) {
 		return c, fmt.Errorf("%w: no root hash", ErrBadConfig)
 	}
-	if c.Batch < 0 || c.Batch > MaxBatch || c.Timeout < 0 || c.Timeout > rto.MaxDeadline || c.MinTimeout < 0 || c.StallTimeout < 0 ||
-		c.ProgressEvery < 0 || c.Expected < 0 || c.SetSize < 0 || c.HedgesPerThousand < 0 || c.HedgesPerThousand > 1000 {
-		return c, fmt.Errorf("%w: batch %d (max %d), timeout %v (max %v), stall %v, progress %v, expected %d, set %d, hedges per thousand %d (max 1000)",
-			ErrBadConfig, c.Batch, MaxBatch, c.Timeout, rto.MaxDeadline, c.StallTimeout, c.ProgressEvery, c.Expected, c.SetSize, c.HedgesPerThousand)
+	if c.Batch < 0 || c.Batch > MaxBatch || c.Timeout < 0 || c.MinTimeout < 0 || c.StallTimeout < 0 ||
+		c.ProgressEvery < 0 || c.Expected < 0 || c.SetSize < 0 || c.HedgesPerThousand < 0 {
+		return c, fmt.Errorf("%w: batch %d (max %d), timeout %v, min timeout %v, stall %v, progress %v, expected %d, set %d, hedges per thousand %d",
+			ErrBadConfig, c.Batch, MaxBatch, c.Timeout, c.MinTimeout, c.StallTimeout, c.ProgressEvery, c.Expected, c.SetSize, c.HedgesPerThousand)
 	}
 	if c.Batch == 0 {
 		c.Batch = DefaultBatch
@@ -134,5 +135,28 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Clock == nil {
 		c.Clock = clock.New()
 	}
+	// The timeout policy and the hedge budget check their own bounds (a
+	// Timeout within rto.MaxDeadline and above its granularity, at most a
+	// thousand hedges per thousand): ask them, rather than keep a copy of
+	// their rules here.
+	if _, err := rto.New(c.timing()); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if _, err := hedge.NewBudget(c.hedging()); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
 	return c, nil
+}
+
+// timing is the configuration of Run's timeout policy: RFC 6298's estimate
+// between MinTimeout and Timeout, and Timeout before any answer.
+func (c Config) timing() rto.Config {
+	return rto.Config{Min: c.MinTimeout, Max: c.Timeout, Initial: c.Timeout}
+}
+
+// hedging is the configuration of Run's hedge budget: HedgesPerThousand,
+// with no cap on the tokens saved, since Run hedges only at the tail and
+// needs what the whole fetch earned.
+func (c Config) hedging() hedge.BudgetConfig {
+	return hedge.BudgetConfig{PerThousand: c.HedgesPerThousand, Cap: math.MaxInt32}
 }

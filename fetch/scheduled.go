@@ -3,7 +3,6 @@ package fetch
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -139,9 +138,9 @@ func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
 // fetch's reach, because a fetch hedges only at its end, where it must find
 // what its whole run earned.
 func newHedgeBudget(cfg Config) *hedge.Budget {
-	b, err := hedge.NewBudget(hedge.BudgetConfig{PerThousand: cfg.HedgesPerThousand, Cap: math.MaxInt32})
+	b, err := hedge.NewBudget(cfg.hedging())
 	if err != nil {
-		// withDefaults has checked HedgesPerThousand.
+		// withDefaults has made this very call.
 		panic(fmt.Sprintf("fetch: a checked config fails hedge.NewBudget: %v", err))
 	}
 	return b
@@ -230,9 +229,7 @@ func (b *bulk) wakeLocked() {
 		return
 	}
 	if b.front.waitingCount() == 0 {
-		if b.tally.inFlight > 0 {
-			b.hedgeSlowLocked()
-		}
+		b.hedgeSlowLocked()
 		return
 	}
 	switch {
@@ -298,9 +295,7 @@ func (b *bulk) OnOffer(o offer.Offer) {
 			}
 		}
 	}
-	if b.front.waitingCount() == 0 && b.tally.inFlight > 0 {
-		b.hedgeSlowLocked()
-	}
+	b.hedgeSlowLocked()
 	if sent == 0 {
 		b.declined = true
 		return

@@ -47,9 +47,9 @@ func newState(cfg Config) *state {
 // of each peer's response time (package rto), its hard deadline between
 // MinTimeout and Timeout, and Timeout before any peer has answered.
 func newTiming(cfg Config) rto.Policy {
-	e, err := rto.New(rto.Config{Min: cfg.MinTimeout, Max: cfg.Timeout, Initial: cfg.Timeout})
+	e, err := rto.New(cfg.timing())
 	if err != nil {
-		// withDefaults has checked every bound that rto.New checks.
+		// withDefaults has made this very call.
 		panic(fmt.Sprintf("fetch: a checked config fails rto.New: %v", err))
 	}
 	return e
@@ -61,8 +61,7 @@ func newTiming(cfg Config) rto.Policy {
 func (s *state) beginLocked(now time.Time) {
 	s.lastVerified = now
 	if s.cfg.Base != nil {
-		if _, ok := s.cfg.Base.Get(s.cfg.Root); ok {
-			t, lacking := walkBase(s.cfg.Base, s.cfg.Root)
+		if t, lacking := walkBase(s.cfg.Base, s.cfg.Root); t.nodes > 0 {
 			s.reusedLocked(t)
 			for _, h := range lacking {
 				s.front.discover(h)
@@ -153,9 +152,7 @@ func (s *state) failedLocked(asked []ledger.Hash, from peer.ID, why failKind) {
 		// requests wait longer, but a request here times out mostly
 		// because a peer dropped it (a full queue, a lost or spoofed
 		// answer), and waiting longer for the next one only delays its
-		// retry (in the capacity experiment, fixed 32 channels took 2.96s
-		// with it instead of 2.33s). The streak deals with a peer that
-		// stops answering.
+		// retry. The streak deals with a peer that stops answering.
 		t.timeouts++
 		p.streak++
 	case failDisconnected:

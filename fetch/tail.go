@@ -29,9 +29,7 @@ func (r *request) WantHedge(receiver.RequestID, peer.ID) bool {
 		return false
 	}
 	b.slow = append(b.slow, r)
-	if b.front.waitingCount() == 0 {
-		b.hedgeSlowLocked()
-	}
+	b.hedgeSlowLocked()
 	return false
 }
 
@@ -50,10 +48,15 @@ func (r *request) OnHedge(_ receiver.RequestID, to peer.ID) {
 	b.tally.hedges++
 }
 
-// hedgeSlowLocked hedges the slow requests kept while work waited, in the
-// order they became slow, until the budget refuses one; those left wait
+// hedgeSlowLocked hedges, once no hash waits to be asked, the slow requests
+// kept while work waited, in the order they became slow, until the Hedger
+// declines one (its budget spent, or the hedge not queued); those left wait
 // for the next call (a request sent earns the budget a share of a hedge).
+// Every caller calls it when work may have run out; it decides.
 func (b *bulk) hedgeSlowLocked() {
+	if b.front.waitingCount() > 0 || len(b.slow) == 0 {
+		return
+	}
 	kept := b.slow[:0]
 	for i, r := range b.slow {
 		if b.inFlight[r.id] != r {

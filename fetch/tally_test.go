@@ -113,8 +113,15 @@ func TestRunDeadlinesFromConfig(t *testing.T) {
 	if _, hard := timing.Deadlines("b"); hard != 2*time.Second {
 		t.Errorf("a peer not heard from: %v, want every peer's estimate (the cap)", hard)
 	}
-	if _, err := (Config{Root: h(1), Timeout: rto.MaxDeadline + 1}).withDefaults(); !errors.Is(err, ErrBadConfig) {
-		t.Errorf("a Timeout above rto.MaxDeadline: %v", err)
+	for name, c := range map[string]Config{
+		"a Timeout above rto.MaxDeadline":   {Root: h(1), Timeout: rto.MaxDeadline + 1},
+		"a Timeout below rto's granularity": {Root: h(1), Timeout: 500 * time.Microsecond},
+		"more than a hedge per request":     {Root: h(1), HedgesPerThousand: 1001},
+		"a negative number of hedges":       {Root: h(1), HedgesPerThousand: -1},
+	} {
+		if _, err := c.withDefaults(); !errors.Is(err, ErrBadConfig) {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
 

@@ -88,7 +88,8 @@ func (b *Budget) Spend() bool {
 }
 
 // Refund gives back the token of a hedge that Spend allowed but that was
-// not sent after all (the host refused it), as far as the cap allows.
+// not sent after all (withdrawn while it waited, not queued, or discarded
+// at a stop), as far as the cap allows.
 func (b *Budget) Refund() {
 	b.level = min(b.level+milli, b.limit)
 }

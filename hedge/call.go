@@ -164,48 +164,56 @@ func (l *leg) OnSlow(id receiver.RequestID, from peer.ID) {
 // gets it, and the other leg is withdrawn. Implements receiver.Receiver.
 func (l *leg) OnResponse(id receiver.RequestID, from peer.ID, response any) {
 	c := l.c
-	h := c.h
-	h.mu.Lock()
-	l.live = false
-	if c.done {
-		h.mu.Unlock()
+	c.h.mu.Lock()
+	if !l.arriveLocked(id) {
+		c.h.mu.Unlock()
 		return
 	}
-	if c.id == 0 {
-		c.id = id
-	}
 	if l == &c.second {
-		h.stats.HedgeWins++
+		c.h.stats.HedgeWins++
 	}
-	w := c.endLocked()
-	rid := c.id
-	h.mu.Unlock()
-	w.run(h)
-	c.r.OnResponse(rid, from, response)
+	c.r.OnResponse(c.endAndUnlock(), from, response)
 }
 
 // OnFailure ends the call with the leg's failure unless the other leg may
 // still answer: then the call waits for it. Implements receiver.Receiver.
 func (l *leg) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
 	c := l.c
-	h := c.h
-	h.mu.Lock()
+	c.h.mu.Lock()
+	if !l.arriveLocked(id) {
+		c.h.mu.Unlock()
+		return
+	}
+	c.lastFrom, c.lastReason = from, reason
+	if c.pendingLocked() {
+		c.h.mu.Unlock()
+		return
+	}
+	c.r.OnFailure(c.endAndUnlock(), from, reason)
+}
+
+// arriveLocked records that the leg's request ended, as request id, and
+// reports whether the call still waits for its outcome (r's one call is
+// not claimed yet). The first ID to arrive names the call. Caller holds
+// h.mu.
+func (l *leg) arriveLocked(id receiver.RequestID) bool {
+	c := l.c
 	l.live = false
 	if c.done {
-		h.mu.Unlock()
-		return
+		return false
 	}
 	if c.id == 0 {
 		c.id = id
 	}
-	c.lastFrom, c.lastReason = from, reason
-	if c.pendingLocked() {
-		h.mu.Unlock()
-		return
-	}
+	return true
+}
+
+// endAndUnlock claims r's one call, releases h.mu, withdraws what the call
+// leaves live, and returns the ID r is to see. Caller holds h.mu.
+func (c *call) endAndUnlock() receiver.RequestID {
 	w := c.endLocked()
 	rid := c.id
-	h.mu.Unlock()
-	w.run(h)
-	c.r.OnFailure(rid, from, reason)
+	c.h.mu.Unlock()
+	w.run(c.h)
+	return rid
 }

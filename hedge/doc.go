@@ -26,8 +26,8 @@
 // empty; one that fewer pass keeps it for them. In the tail experiment
 // (BENCHMARKS.md: a log-normal body, 1% of responses 50 times slower, the
 // default 5% budget), rto's default soft deadline, SRTT + 2·RTTVAR, left
-// p99.9 at 232 ms, and four deviations (rto.Config.SoftDeviations) brought
-// it to 105 ms, for 4% extra requests.
+// p99.9 at 233 ms, and four deviations (rto.Config.SoftDeviations) brought
+// it to 108 ms, for 4% extra requests.
 //
 // A receiver that implements Receiver decides, at each soft deadline,
 // whether the request is hedged at once or later (Hedger.Hedge), and is

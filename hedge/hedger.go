@@ -181,9 +181,7 @@ func (h *Hedger) Withdraw(id receiver.RequestID) bool {
 		h.mu.Unlock()
 		return false
 	}
-	w := c.endLocked()
-	h.mu.Unlock()
-	w.run(h)
+	c.endAndUnlock()
 	return true
 }
 

@@ -90,20 +90,17 @@ func (s *sender) OnOffer(o offer.Offer) {
 	// Nothing sent: back to waiting, in the queue still.
 	c.second.live = false
 	s.setLocked(waiting)
-	var w cleanup
-	fail := false
 	switch {
 	case c.done: // withdrawn meanwhile: leave the queue
 		s.setLocked(gone)
-		w.ticket, w.sender = s.ticket, s
+		w := cleanup{ticket: s.ticket, sender: s}
+		h.mu.Unlock()
+		w.run(h)
 	case !c.first.live: // the first leg failed meanwhile, and no hedge went
-		w, fail = c.endLocked(), true
-	}
-	rid, from, reason := c.id, c.lastFrom, c.lastReason
-	h.mu.Unlock()
-	w.run(h)
-	if fail {
-		c.r.OnFailure(rid, from, reason)
+		from, reason := c.lastFrom, c.lastReason
+		c.r.OnFailure(c.endAndUnlock(), from, reason)
+	default:
+		h.mu.Unlock()
 	}
 }
 

@@ -15,14 +15,6 @@ import (
 	"github.com/peersched/peersched/internal/fixtures"
 )
 
-// The real ledgers' hashes, from the XRP Ledger's history (issue 10 lists
-// them): facts the tests may state.
-const (
-	accountHash38129 = "2C23D15B6B549123FB351E4B5CDE81C564318EB845449CD43C3EA7953C4DB452"
-	ledgerHash38129  = "E6DB7365949BF9814D76BCC730B01818EB9136A89DB224F3F9F5AAE4569D758E"
-	accountHash40000 = "1B536BFBDFC92B9550F2F63D32F7269D451885FFB2CAB374332EBC2D663320E0"
-)
-
 func mustHash(t testing.TB, s string) Hash {
 	t.Helper()
 	h, err := ParseHash(s)
@@ -39,8 +31,8 @@ func TestLoadRealLedgers(t *testing.T) {
 		accountHash string
 		ledgerHash  string // "" where the issue lists none: Load still checks the file's
 	}{
-		{fixtures.Ledger38129, 38129, accountHash38129, ledgerHash38129},
-		{fixtures.Ledger40000, 40000, accountHash40000, ""},
+		{fixtures.Ledger38129, 38129, fixtures.AccountHash38129, fixtures.LedgerHash38129},
+		{fixtures.Ledger40000, 40000, fixtures.AccountHash40000, ""},
 	} {
 		t.Run(c.file, func(t *testing.T) {
 			l, h, err := LoadFile(fixtures.Ledger(t, c.file))
@@ -170,7 +162,7 @@ func TestSingleByteChangesRoot(t *testing.T) {
 	})
 	t.Run("ledger 38129", func(t *testing.T) {
 		f := readLedgerFile(t, fixtures.Ledger(t, fixtures.Ledger38129))
-		check(t, f.entries(t), mustHash(t, accountHash38129))
+		check(t, f.entries(t), mustHash(t, fixtures.AccountHash38129))
 
 		f.State[17].Data = flipHexByte(f.State[17].Data, 5)
 		_, _, err := Load(bytes.NewReader(mustJSON(t, f)))

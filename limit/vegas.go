@@ -45,8 +45,11 @@ const (
 
 // queueUnit is the resolution of Alpha and Beta: they are held as whole
 // numbers of 1/queueUnit requests, so every comparison with them is exact
-// integer arithmetic.
-const queueUnit = 1024
+// integer arithmetic. A power of two, so that scaling by it is a shift.
+const (
+	queueShift = 10
+	queueUnit  = 1 << queueShift
+)
 
 // ErrBadConfig is returned by NewVegas for parameters that make no limiter.
 var ErrBadConfig = errors.New("limit: bad config")
@@ -319,9 +322,6 @@ func queueCmp(limit int, floor, rtt time.Duration, t int64) int {
 	thi, tlo := bits.Mul64(uint64(t), uint64(rtt))
 	return cmp128(hi, lo, thi, tlo)
 }
-
-// queueShift is log2(queueUnit).
-const queueShift = 10
 
 // cmp128 compares the 128-bit numbers (hi1, lo1) and (hi2, lo2): -1, 0 or
 // +1.

@@ -184,8 +184,8 @@ func (q *Queue) Next(openings uint64, pass *limit.Pass) (Ticket, Sender, bool) {
 			continue
 		}
 		chosen = slot
-		if starving {
-			break
+		if starving || q.passOverLimit == 0 {
+			break // with strict priorities, nothing below can come first
 		}
 	}
 	if chosen < 0 {

@@ -180,15 +180,6 @@ func (pl *Pool) Lookup(id ID) (Ref, bool) {
 	return Ref{slot: slot, incarnation: pl.records[slot].incarnation}, true
 }
 
-// Get returns the peer ref names, if it is still connected.
-func (pl *Pool) Get(ref Ref) (Peer, bool) {
-	r := pl.live(ref)
-	if r == nil {
-		return nil, false
-	}
-	return r.peer, true
-}
-
 // Target returns the peer ref names, to send it a message, and how many
 // open channels it has: p is nil if it is gone, and open 0 if it is at its
 // limit.

@@ -558,16 +558,17 @@ func (t *Table) finish(h timeouts.Handle, e *entry, reason Reason, response any)
 	if e.linked {
 		t.unlink(e)
 	}
-	f.SentAt, _ = t.slab.ArmedAt(h)
+	rearmed := false // for the hard deadline, after the soft one: see softState
 	if st := t.softOf(h.Slot()); st != nil && st.phase != noSoft {
-		if st.phase != softArmed {
-			f.SentAt -= st.soft // armed again for the hard deadline: see softState
-		}
+		rearmed = st.phase != softArmed
 		st.phase = noSoft
 	}
 	// Field by field for the reason given in Add.
 	e.receiver, e.state, e.held, e.lastEnd = nil, stateFree, e.lastEnd, end // held: how the request before ended
-	t.slab.Free(h)
+	f.SentAt, _ = t.slab.Free(h)
+	if rearmed {
+		f.SentAt -= t.soft[h.Slot()].soft
+	}
 	return f
 }
 

@@ -126,24 +126,27 @@ func (s *Scheduler) budgetRoomLocked(bytes int64) int {
 	}
 	now := s.now()
 	if s.bucket != nil {
-		tokens := s.bucket.Tokens(now)
-		if tokens == 0 {
-			wait, _ := s.bucket.Wait(now, 1) // 1 <= the burst: no error
-			s.waitForTokensLocked(now, wait)
-			return 0
-		}
-		room = int(min(int64(room), tokens))
+		room = s.roomInLocked(s.bucket, now, 1, room)
 	}
-	if s.byteBucket != nil && bytes > 0 {
-		n, _ := s.byteBucket.Affords(now, bytes) // ScheduleWith checked the size: no error
-		if n == 0 {
-			wait, _ := s.byteBucket.Wait(now, bytes)
-			s.waitForTokensLocked(now, wait)
-			return 0
-		}
-		room = int(min(int64(room), n))
+	if s.byteBucket != nil && bytes > 0 && room > 0 {
+		room = s.roomInLocked(s.byteBucket, now, bytes, room)
 	}
 	return room
+}
+
+// roomInLocked returns room cut to how many messages costing cost tokens
+// each b pays for at now; if none, it arms the timer for when b will pay
+// for one and returns 0. cost is at most b's burst (1, or a size
+// ScheduleWith checked), so b's methods cannot fail. Caller holds
+// offersMu.
+func (s *Scheduler) roomInLocked(b *limit.Bucket, now time.Duration, cost int64, room int) int {
+	n, _ := b.Affords(now, cost)
+	if n == 0 {
+		wait, _ := b.Wait(now, cost)
+		s.waitForTokensLocked(now, wait)
+		return 0
+	}
+	return int(min(int64(room), n))
 }
 
 // waitForTokensLocked makes the timer fire when the tokens that waiting

@@ -177,8 +177,9 @@ func (s *Scheduler) drainOnOwnGoroutine() {
 // left with callbacksMu held and draining set, and clears draining.
 //
 // Offers come one at a time with the callback queue checked between them,
-// so the callbacks waiting are never more than one per request in flight
-// (see owed) plus one discard per sender.
+// so the callbacks waiting are never more than two per request in flight
+// (its final call, see owed, and an OnSlow) plus one discard per sender and
+// one report per Limiter panic.
 func (s *Scheduler) drainLocked() {
 	finished := false
 	defer func() {

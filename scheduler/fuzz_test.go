@@ -1121,7 +1121,9 @@ func checkBalanced(t *testing.T, s *Scheduler) {
 	st := s.Stats()
 	open, closed := 0, 0
 	for _, u := range s.PeerUsage(nil) {
-		if u.Open < 0 || u.Closed < 0 || u.Open+u.Closed != u.Channels {
+		// Per peer, PeerUsage is compared with the model's; here, that
+		// the counts are sane and add up to Stats'.
+		if u.Open < 0 || u.Closed < 0 || u.Open > u.Limit {
 			t.Fatalf("peer %s: %+v", u.ID, u)
 		}
 		open += u.Open

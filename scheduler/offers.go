@@ -14,7 +14,9 @@ import (
 // can meet and no receiver callback is waiting; it reports whether it stopped
 // for the callbacks with offers still possible. Only the drainer calls it, so
 // offers are made one at a time and the channels listed in an open offer can
-// only be closed through that offer (or vanish with their peer). Closing one
+// only be closed through that offer, or vanish with their peer, or close
+// because their peer's limit fell (a send on one then fails with
+// ErrPeerAtLimit). Closing one
 // offer and opening the next share one acquisition of offersMu: that is one
 // lock round trip fewer on every request's path.
 func (s *Scheduler) makeOffers() (more bool) {
@@ -236,6 +238,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	s.finishSendLocked(generation, i, true)
 	s.requestsMu.Lock()
 	s.counts.sent++
+	reopened := false
 	f, ended := s.table.Sent(id)
 	if ended {
 		// Something ended the request while the host was sending it. If
@@ -250,7 +253,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.callbacksMu.Lock()
 		s.oweLocked(&f)
 		s.callbacksMu.Unlock()
-		s.endLocked(f.Peer)
+		reopened = s.endLocked(f.Peer)
 	}
 	slowQueued := false
 	if !ended && soft > 0 {
@@ -266,10 +269,10 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	s.offersMu.Unlock()
 	s.sendSettled()
 	switch {
-	case ended:
+	case reopened:
 		s.wantOffers()
-	case slowQueued:
-		s.run()
+	case ended || slowQueued:
+		s.run() // the receiver's call
 	}
 	return id, nil
 }

@@ -446,11 +446,7 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	s.callbacksMu.Lock()
 	for i := range s.finished {
 		f := &s.finished[i]
-		s.releaseLocked(f.Terms)
-		if !f.Notification { // a notification's channel just goes with its peer
-			s.countEndLocked(f)
-			s.oweLocked(f)
-		}
+		s.settleEndedLocked(f) // a notification's channel just goes with its peer
 		*f = receiver.Finished{}
 	}
 	s.callbacksMu.Unlock()
@@ -657,7 +653,8 @@ func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, re
 
 // endLocked ends the message on a closed channel of the peer ref and reports
 // whether offers may follow: if its channel reopened, or, under an in-flight
-// budget, in any case. Caller holds offersMu.
+// budget or with classes (whose room the message frees), in any case.
+// Caller holds offersMu.
 func (s *Scheduler) endLocked(ref peer.Ref) bool {
 	return s.pool.Reopen(ref) || s.gated
 }
@@ -679,6 +676,18 @@ func (s *Scheduler) oweLocked(f *receiver.Finished) {
 	if f.Receiver != nil {
 		s.pending.pushFinished(f)
 		s.owed.Add(1)
+	}
+}
+
+// settleEndedLocked settles the message f that an event other than its own
+// answer or deadline ended (a disconnect, a stop): its class and budget are
+// released and, for a request, its end counted and its receiver's call
+// queued. Caller holds offersMu, requestsMu and callbacksMu.
+func (s *Scheduler) settleEndedLocked(f *receiver.Finished) {
+	s.releaseLocked(f.Terms)
+	if !f.Notification {
+		s.countEndLocked(f)
+		s.oweLocked(f)
 	}
 }
 

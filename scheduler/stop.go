@@ -81,11 +81,7 @@ func (s *Scheduler) stopLocked() {
 	}
 	for i := range failed {
 		f := &failed[i]
-		s.releaseLocked(f.Terms)
-		if !f.Notification {
-			s.countEndLocked(f)
-			s.oweLocked(f)
-		}
+		s.settleEndedLocked(f)
 		s.pool.Reopen(f.Peer)
 	}
 	s.callbacksMu.Unlock()

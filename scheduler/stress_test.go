@@ -213,8 +213,10 @@ func (w *stressWorld) work(r *rand.Rand) {
 				w.violate("Stats: %+v", st)
 			}
 			w.op()
+			// Every peer here has a fixed count: open and closed add up
+			// to it, and never more are closed.
 			for _, u := range w.s.PeerUsage(nil) {
-				if u.Open+u.Closed != u.Channels || u.Open < 0 {
+				if u.Open+u.Closed != u.Limit || u.Open < 0 {
 					w.violate("peer %s: %+v", u.ID, u)
 				}
 			}

@@ -94,7 +94,7 @@ func (l Latency) sample(r *rand.Rand) time.Duration {
 
 // validate reports parameters that make no distribution.
 func (l Latency) validate() error {
-	if !(l.straggle >= 0 && l.straggle <= 1) || (l.straggle > 0 && !(l.factor >= 1 && !math.IsInf(l.factor, 1))) {
+	if !isProbability(l.straggle) || l.straggle > 0 && !(l.factor >= 1 && !math.IsInf(l.factor, 1)) {
 		return fmt.Errorf("stragglers need a rate in [0, 1] and a finite factor >= 1, got %g and %g", l.straggle, l.factor)
 	}
 	switch l.kind {

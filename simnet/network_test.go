@@ -570,3 +570,29 @@ func TestRealClockDefault(t *testing.T) {
 }
 
 var _ clock.Clock = (*clock.Mock)(nil)
+
+// TestBandwidthChargesWideIDs: a request ID above rippled's 32-bit seq (a
+// scheduler without Config.RequestIDs issues them once a slot is reused)
+// costs its response the same link time as the ID the wire would carry.
+func TestBandwidthChargesWideIDs(t *testing.T) {
+	arrival := func(id uint64) time.Duration {
+		var got []time.Duration
+		bubble(t, func(t *testing.T) {
+			h := newHarness(t, 1)
+			p := h.addPeer("a", Profile{Latency: Fixed(10 * ms), Bandwidth: 1000})
+			if err := p.Send(id, request(1, 3)); err != nil { // the same objects whatever the ID
+				t.Fatal(err)
+			}
+			h.advance(time.Minute)
+			got = delays(t, h.records())
+		})
+		if len(got) != 1 {
+			t.Fatalf("id %#x: arrivals %v", id, got)
+		}
+		return got[0]
+	}
+	narrow, wide := arrival(1), arrival(1<<32|1)
+	if narrow <= 10*ms || wide != narrow {
+		t.Fatalf("arrival with id 1 at %v, with id 1<<32|1 at %v: want the same, after the latency", narrow, wide)
+	}
+}

@@ -143,7 +143,7 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 	if faulty && fault == WrongType {
 		msg = req
 	}
-	size := wire.MessageSize(id, msg)
+	size := wireSize(id, msg)
 	at, free := transmit(ready.Add(latency), p.linkFree, size, p.prof.Bandwidth)
 	p.linkFree = free
 
@@ -176,12 +176,19 @@ func (p *Peer) requestLocked(now time.Time, id uint64, req ledger.GetObjects) {
 	p.pushAnswerLocked(at, answerID, msg)
 }
 
+// wireSize is msg's size on the wire under request id, as TCP would carry
+// it. A scheduler without Config.RequestIDs issues IDs above rippled's
+// 32-bit seq, which wire.MessageSize cannot encode (it says 0); a simulated
+// peer answers them all the same, and charges the size of the seq the wire
+// would carry, the ID's low 32 bits.
+func wireSize(id uint64, msg any) int { return wire.MessageSize(id&wire.MaxID, msg) }
+
 // serveLocked puts a request that arrived at now in the peer's service
 // queue, records its queueing delay, and returns when its answer is ready
 // to leave. Every request the queue admits takes a worker, including one
 // the peer will then ignore. The caller holds p.net.mu.
 func (p *Peer) serveLocked(now time.Time, id uint64, req ledger.GetObjects, resp ledger.Objects, slow float64) time.Time {
-	size := wire.MessageSize(id, resp)
+	size := wireSize(id, resp)
 	d := scale(p.prof.Service.Time(len(req.Hashes), size), slow)
 	start, end := p.service.Serve(now, d)
 	wait := start.Sub(now)
@@ -205,7 +212,7 @@ func (p *Peer) overflowLocked(now time.Time, id uint64, req ledger.GetObjects, s
 	// refusal gets one instead, on the same wire and at the same instant:
 	// the peer's "not now" is the same message, only read for what it is.
 	resp := ledger.Objects{}
-	at, free := transmit(now.Add(latency), p.linkFree, wire.MessageSize(id, resp), p.prof.Bandwidth)
+	at, free := transmit(now.Add(latency), p.linkFree, wireSize(id, resp), p.prof.Bandwidth)
 	p.linkFree = free
 	if p.net.refuse != nil {
 		p.stats.Answers++
@@ -220,18 +227,16 @@ func (p *Peer) overflowLocked(now time.Time, id uint64, req ledger.GetObjects, s
 // what it lacks. The caller holds p.net.mu.
 func (p *Peer) answerLocked(req ledger.GetObjects) ledger.Objects {
 	resp := p.net.ledger.Answer(req)
-	p.stats.Missing += len(req.Hashes) - len(resp.Items)
 	if p.prof.Missing > 0 {
 		kept := resp.Items[:0]
 		for _, it := range resp.Items {
-			if p.traffic.Float64() < p.prof.Missing {
-				p.stats.Missing++
-				continue
+			if p.traffic.Float64() >= p.prof.Missing {
+				kept = append(kept, it)
 			}
-			kept = append(kept, it)
 		}
 		resp.Items = kept
 	}
+	p.stats.Missing += len(req.Hashes) - len(resp.Items)
 	return resp
 }
 

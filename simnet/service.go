@@ -62,8 +62,8 @@ const (
 	// what it cannot queue.
 	OverflowDrop Overflow = iota
 	// OverflowReject answers at once (after Latency, through the uplink)
-	// with every requested object marked Missing, and no service time:
-	// an explicit "not now", cheap for the peer and fast for the
+	// with a reply that leaves every requested object out, and no service
+	// time: an explicit "not now", cheap for the peer and fast for the
 	// requester. Its objects do not count in Stats.Missing. If the
 	// network's Config.Refuse is set, the answer comes through it as a
 	// refusal of the request instead, at the same instant.

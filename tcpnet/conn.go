@@ -40,7 +40,7 @@ type ConnConfig struct {
 	// QueueLen bounds the frames waiting for the writer. 0 means
 	// DefaultQueueLen.
 	QueueLen int
-	// MaxFrame caps the length of a frame read (see wire.ReadFrame); 0
+	// MaxFrame caps the payload of a frame read (see wire.ReadFrame); 0
 	// means wire.DefaultMaxFrame.
 	MaxFrame int
 	// MaxItems caps the items of a payload read (see wire.DecodeMessage);

@@ -26,7 +26,7 @@ type ServerConfig struct {
 // ServerStats counts what a Server did. Every count only grows.
 type ServerStats struct {
 	Accepted int // connections accepted
-	Requests int // requests read
+	Requests int // requests read on a connection still up (see plan)
 	Replies  int // replies written
 	Refused  int // connections closed for a bad frame or a read error
 	Drops    int // times Behaviour.DropAfter took the server down

@@ -10,12 +10,6 @@ import (
 	"github.com/peersched/peersched/tcpnet"
 )
 
-// The real ledgers' account hashes (issue 10 lists them).
-const (
-	accountHash38129 = "2C23D15B6B549123FB351E4B5CDE81C564318EB845449CD43C3EA7953C4DB452"
-	accountHash40000 = "1B536BFBDFC92B9550F2F63D32F7269D451885FFB2CAB374332EBC2D663320E0"
-)
-
 // realReport is the part of the JSON report the real-ledger tests check.
 type realReport struct {
 	Complete    bool   `json:"complete"`
@@ -58,8 +52,8 @@ func TestRealLedger(t *testing.T) {
 				t.Fatalf("exit %d\nstderr: %s", code, stderr)
 			}
 			r := decodeReal(t, stdout)
-			if !r.Complete || r.Objects != 406 || r.LedgerIndex != 38129 || r.AccountHash != accountHash38129 ||
-				r.RebuiltRoot != accountHash38129 || r.Verified == nil || !*r.Verified {
+			if !r.Complete || r.Objects != 406 || r.LedgerIndex != 38129 || r.AccountHash != fixtures.AccountHash38129 ||
+				r.RebuiltRoot != fixtures.AccountHash38129 || r.Verified == nil || !*r.Verified {
 				t.Fatalf("report %+v", r)
 			}
 		})
@@ -68,7 +62,7 @@ func TestRealLedger(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
-	if want := "account_hash " + accountHash38129 + " verified"; !strings.Contains(stdout, want) {
+	if want := "account_hash " + fixtures.AccountHash38129 + " verified"; !strings.Contains(stdout, want) {
 		t.Fatalf("text report lacks %q:\n%s", want, stdout)
 	}
 }
@@ -87,13 +81,13 @@ func TestIncrementalFetch(t *testing.T) {
 		// Pinned after verifying: the 2 changed leaves and the 4 inner
 		// nodes above them (see ledger.TestRealLedgersDiffer).
 		if !r.Complete || r.Objects != 6 || r.Reused != 400 || r.BaseIndex != 38129 || r.LedgerIndex != 40000 ||
-			r.RebuiltRoot != accountHash40000 || r.Verified == nil || !*r.Verified {
+			r.RebuiltRoot != fixtures.AccountHash40000 || r.Verified == nil || !*r.Verified {
 			t.Fatalf("%s: report %+v", transport, r)
 		}
 	}
 	code, stdout, _ := runCmd(t, "-base", base, "-ledger", file)
 	if code != 0 || !strings.Contains(stdout, "400 objects reused") || !strings.Contains(stdout, "6 fetched") ||
-		!strings.Contains(stdout, accountHash40000+" verified") {
+		!strings.Contains(stdout, fixtures.AccountHash40000+" verified") {
 		t.Fatalf("exit %d, text report:\n%s", code, stdout)
 	}
 }
@@ -119,7 +113,7 @@ func TestRealLedgerMismatch(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	r := decodeReal(t, stdout)
-	if r.Complete || r.Verified != nil || r.AccountHash != accountHash38129 {
+	if r.Complete || r.Verified != nil || r.AccountHash != fixtures.AccountHash38129 {
 		t.Fatalf("report %+v", r)
 	}
 }
