@@ -3,7 +3,7 @@
 //
 //   - floor: the least work a request's life needs: IDs from a slab
 //     (generation<<32 | slot) whose slots hold the deadlines too (the
-//     scheduler's timeouts.Slab), one mutex; no offers, no senders, no
+//     scheduler's slab.Slab), one mutex; no offers, no senders, no
 //     callbacks queue.
 //   - naive: what a Go developer writes by hand: a mutex, a
 //     map[id]*request, a time.AfterFunc per request stopped on completion,

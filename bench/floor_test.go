@@ -5,13 +5,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/peersched/peersched/internal/slab"
 	"github.com/peersched/peersched/receiver"
-	"github.com/peersched/peersched/timeouts"
 )
 
 // floor is the least work a request's life needs: an ID from a slab whose
 // slot also holds the request's deadline (the scheduler's own structure,
-// timeouts.Slab), a check that the response comes from the peer asked and
+// slab.Slab), a check that the response comes from the peer asked and
 // before its deadline, and one call of the receiver, all under one mutex. It
 // has no offers, no sender queue, no per-peer channel accounting, and no
 // callback queue.
@@ -28,7 +28,7 @@ type floor struct {
 	rcv     countingReceiver
 
 	mu    sync.Mutex
-	slots timeouts.Slab[floorSlot] // guarded by mu
+	slots slab.Slab[floorSlot] // guarded by mu
 }
 
 type floorSlot struct {
@@ -66,7 +66,7 @@ func (f *floor) deliver(from int32, id uint64, resp any) error {
 		}
 		f.expireLocked(h, s)
 	}
-	h := timeouts.Handle(id)
+	h := slab.Handle(id)
 	s := f.slots.Get(h)
 	if s == nil || s.peer != from {
 		f.mu.Unlock()
@@ -82,7 +82,7 @@ func (f *floor) deliver(from int32, id uint64, resp any) error {
 // expireLocked fails request h, whose deadline has fired. The caller holds
 // mu; the receiver is called with it held, which only the floor may do: it
 // has no callbacks that could call back into it.
-func (f *floor) expireLocked(h timeouts.Handle, s *floorSlot) {
+func (f *floor) expireLocked(h slab.Handle, s *floorSlot) {
 	r, from := s.receiver, s.peer
 	f.slots.Free(h)
 	r.OnFailure(receiver.RequestID(h), f.peers[from].id, receiver.Timeout)

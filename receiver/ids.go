@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/peersched/peersched/timeouts"
+	"github.com/peersched/peersched/internal/slab"
 )
 
 // IDRange is the half-open range [Lo, Hi) that request IDs are drawn from,
@@ -70,11 +70,11 @@ type idSpace struct {
 	// handles maps every ID in bySlot to its request's handle: the slot's
 	// current holder while the request is outstanding, its last holder once
 	// it has ended.
-	handles map[uint64]timeouts.Handle
+	handles map[uint64]slab.Handle
 }
 
 func newIDSpace(r IDRange) *idSpace {
-	return &idSpace{r: r, next: r.Lo, handles: make(map[uint64]timeouts.Handle)}
+	return &idSpace{r: r, next: r.Lo, handles: make(map[uint64]slab.Handle)}
 }
 
 // forget makes slot's last request's ID unknown to the table (a response to
@@ -101,7 +101,7 @@ func (s *idSpace) forget(slot int32) {
 // (its request ended) is skipped, but if the cursor goes a whole lap without
 // finding a free ID, the first such one is taken and its slot forgotten:
 // requests outstanding are fewer than the IDs, so there is one.
-func (s *idSpace) issue(h timeouts.Handle, outstanding func(timeouts.Handle) bool) uint64 {
+func (s *idSpace) issue(h slab.Handle, outstanding func(slab.Handle) bool) uint64 {
 	var fallback uint64
 	for range s.r.Size() {
 		id := s.next
@@ -126,20 +126,20 @@ func (s *idSpace) issue(h timeouts.Handle, outstanding func(timeouts.Handle) boo
 	return fallback
 }
 
-func (s *idSpace) take(id uint64, h timeouts.Handle) {
+func (s *idSpace) take(id uint64, h slab.Handle) {
 	s.bySlot[h.Slot()] = id
 	s.handles[id] = h
 }
 
 // handle returns the handle of the request id names, current or ended, and
 // whether a slot remembers it.
-func (s *idSpace) handle(id RequestID) (timeouts.Handle, bool) {
+func (s *idSpace) handle(id RequestID) (slab.Handle, bool) {
 	h, ok := s.handles[uint64(id)]
 	return h, ok
 }
 
 // id returns the ID of the request that holds (or last held) h's slot.
-func (s *idSpace) id(h timeouts.Handle) RequestID {
+func (s *idSpace) id(h slab.Handle) RequestID {
 	return RequestID(s.bySlot[h.Slot()])
 }
 

@@ -3,14 +3,14 @@ package receiver
 import (
 	"time"
 
+	"github.com/peersched/peersched/internal/slab"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/timeouts"
 )
 
 // Table remembers every message that keeps a channel closed: each request,
 // with its receiver, the peer it was sent to and when; and each
 // notification, until the peer has had time to digest it. Every one has its
-// deadline in the same slot as its record (a timeouts.Slab), so a pending
+// deadline in the same slot as its record (a slab.Slab), so a pending
 // request costs one 56-byte slot, and its ID is the slot's handle (unless
 // the IDs are limited to a range: see SetIDRange). Terms, if any message has
 // them, take 4 bytes more per slot, in a slice beside.
@@ -29,7 +29,7 @@ import (
 // costs O(that peer's messages). The zero Table is ready to use; it is not
 // safe for concurrent use (the scheduler guards it with its requests lock).
 type Table struct {
-	slab    timeouts.Slab[entry]
+	slab    slab.Slab[entry]
 	terms   []Terms           // by slot; nil until a message has terms, so that hosts without them pay nothing
 	owners  []owner           // per peer slot: the connected peer's identity and its messages
 	n       int               // requests outstanding
@@ -63,7 +63,7 @@ type Slow struct {
 	ID       RequestID
 	Receiver SlowReceiver
 	PeerID   peer.ID
-	handle   timeouts.Handle // the request's slot and generation: see StillLive
+	handle   slab.Handle // the request's slot and generation: see StillLive
 }
 
 type state uint8
@@ -144,9 +144,9 @@ func (t *Table) SetIDRange(r IDRange) {
 // handle returns the slot handle of the request id names, or 0 if no slot
 // remembers it. Every method that takes an ID starts here; internally the
 // table deals in handles.
-func (t *Table) handle(id RequestID) timeouts.Handle {
+func (t *Table) handle(id RequestID) slab.Handle {
 	if t.ids == nil {
-		return timeouts.Handle(id)
+		return slab.Handle(id)
 	}
 	h, _ := t.ids.handle(id)
 	return h
@@ -179,7 +179,7 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration, terms 
 		return RequestID(h)
 	}
 	t.ids.forget(h.Slot())
-	return RequestID(t.ids.issue(h, func(old timeouts.Handle) bool { return t.slab.Get(old) != nil }))
+	return RequestID(t.ids.issue(h, func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
 }
 
 // AddSoft is Add for a request with two deadlines: soft after now, at which
@@ -209,7 +209,7 @@ func (t *Table) softOf(slot int32) *softState {
 // passSoft re-arms the request in h's slot, whose deadline has just fired,
 // for its hard deadline if the one that fired was its soft one, moving it
 // to phase next; it reports whether it did.
-func (t *Table) passSoft(h timeouts.Handle, next softPhase) bool {
+func (t *Table) passSoft(h slab.Handle, next softPhase) bool {
 	st := t.softOf(h.Slot())
 	if st == nil || st.phase != softArmed {
 		return false
@@ -243,7 +243,7 @@ func (t *Table) SlowHeld(id RequestID) (s Slow, ok bool) {
 
 // slow returns the slow report of request id, in h's slot and recorded as
 // e, if its receiver wants one.
-func (t *Table) slow(h timeouts.Handle, id RequestID, e *entry) (Slow, bool) {
+func (t *Table) slow(h slab.Handle, id RequestID, e *entry) (Slow, bool) {
 	sr, ok := e.receiver.(SlowReceiver)
 	if !ok {
 		return Slow{}, false
@@ -380,7 +380,7 @@ func (t *Table) answer(id RequestID, from peer.ID, how Reason, response any) (f 
 // dropped: a slot remembers how its last two requests ended, and an ID
 // older than that is late.
 func (t *Table) stray(id RequestID) error {
-	e, gen, held := t.slab.Slot(timeouts.Handle(id))
+	e, gen, held := t.slab.Slot(slab.Handle(id))
 	idGen := uint32(id >> 32)
 	switch {
 	case e == nil || idGen == 0:
@@ -405,7 +405,7 @@ func (t *Table) stray(id RequestID) error {
 // if a slot still remembers it (0 if not): the slot is free, and remembers
 // how that request ended. An ID no slot remembers is late if the cursor has
 // issued it (its slot has served another message since), unknown if not.
-func (t *Table) strayInRange(id RequestID, h timeouts.Handle) error {
+func (t *Table) strayInRange(id RequestID, h slab.Handle) error {
 	if h != 0 {
 		if e, _, _ := t.slab.Slot(h); e != nil {
 			return strayResponseError(e.lastEnd)
@@ -531,7 +531,7 @@ func (t *Table) Visited() int { return t.visited }
 func (t *Table) Len() int { return t.n }
 
 // finish ends the message in h's slot, whose record is e, and frees the slot.
-func (t *Table) finish(h timeouts.Handle, e *entry, reason Reason, response any) Finished {
+func (t *Table) finish(h slab.Handle, e *entry, reason Reason, response any) Finished {
 	f := Finished{
 		Receiver: e.receiver,
 		Peer:     t.peerRef(e),

@@ -1,4 +1,4 @@
-// Package timeouts holds the deadlines of every pending message in one
+// Package slab holds the deadlines of every pending message in one
 // structure that fires them in an exact, reproducible order.
 //
 // A Slab is plain data: it has no goroutines, reads no clock and takes no
@@ -33,4 +33,4 @@
 //     chained through next from freeNode; retired nodes (generation
 //     exhausted) are freed and on no list.
 //   - armed and used count the armed and held nodes.
-package timeouts
+package slab

@@ -1,4 +1,4 @@
-package timeouts
+package slab
 
 // Handle names one slot holder. No Handle is zero, so callers may use 0 to
 // mean "none".

@@ -1,4 +1,4 @@
-package timeouts
+package slab
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package timeouts
+package slab
 
 import (
 	"iter"
@@ -134,7 +134,7 @@ func (s *Slab[V]) alloc() (int32, *node[V]) {
 func (s *Slab[V]) grow() (int32, *node[V]) {
 	if s.slots == math.MaxInt32 {
 		// Slots are int32 and handles store slot+1 in 32 bits.
-		panic("timeouts: too many slots")
+		panic("slab: too many slots")
 	}
 	if int(s.slots>>pageShift) == len(s.pages) {
 		s.pages = append(s.pages, new([pageSize]node[V]))
