@@ -10,7 +10,7 @@ import (
 
 	"github.com/peersched/peersched/hedge"
 	"github.com/peersched/peersched/ledger"
-	"github.com/peersched/peersched/rto"
+	"github.com/peersched/peersched/timeouts"
 )
 
 // Defaults for the zero fields of Config.
@@ -58,7 +58,7 @@ type Config struct {
 	// has measured (see MinTimeout); the Peerset always waits Timeout.
 	Timeout time.Duration
 	// MinTimeout is the least Run waits for a response. Run's deadlines
-	// come from package rto's Estimator with MinTimeout and Timeout as its
+	// come from a timeouts.Estimator with MinTimeout and Timeout as its
 	// bounds: a request to a peer that has answered before waits its
 	// smoothed response time plus four deviations (TCP's retransmission
 	// timeout, RFC 6298), between MinTimeout and Timeout; one to a peer not
@@ -136,10 +136,10 @@ func (c Config) withDefaults() (Config, error) {
 		c.Clock = clock.New()
 	}
 	// The timeout policy and the hedge budget check their own bounds (a
-	// Timeout within rto.MaxDeadline and above its granularity, at most a
+	// Timeout within timeouts.MaxDeadline and above its granularity, at most a
 	// thousand hedges per thousand): ask them, rather than keep a copy of
 	// their rules here.
-	if _, err := rto.New(c.timing()); err != nil {
+	if _, err := timeouts.NewEstimator(c.timing()); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	if _, err := hedge.NewBudget(c.hedging()); err != nil {
@@ -150,8 +150,8 @@ func (c Config) withDefaults() (Config, error) {
 
 // timing is the configuration of Run's timeout policy: RFC 6298's estimate
 // between MinTimeout and Timeout, and Timeout before any answer.
-func (c Config) timing() rto.Config {
-	return rto.Config{Min: c.MinTimeout, Max: c.Timeout, Initial: c.Timeout}
+func (c Config) timing() timeouts.EstimatorConfig {
+	return timeouts.EstimatorConfig{Min: c.MinTimeout, Max: c.Timeout, Initial: c.Timeout}
 }
 
 // hedging is the configuration of Run's hedge budget: HedgesPerThousand,

@@ -11,7 +11,7 @@
 //     (timeout, disconnect, a response of the wrong type) and missing or bad
 //     objects are asked again, preferring a peer other than the one that
 //     failed them. Each request's deadlines come from the library's timeout
-//     policy (package rto: the hard one is its peer's RFC 6298 timeout
+//     policy (package timeouts: the hard one is its peer's RFC 6298 timeout
 //     within [MinTimeout, Timeout], the soft one its peer's p95-like
 //     response time). Every request goes through the library's
 //     hedge.Hedger: at the tail, when nothing waits to be asked, a request

@@ -7,7 +7,7 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/rto"
+	"github.com/peersched/peersched/timeouts"
 )
 
 // state is the bookkeeping both strategies share: the frontier, the tally,
@@ -20,11 +20,11 @@ type state struct {
 	// The following fields are guarded by mu.
 	front        *frontier
 	tally        *tally
-	timing       rto.Policy // every answer's response time; Run's deadlines
-	lastVerified time.Time  // when an object last verified (or the fetch began)
-	atLast       tally      // counters when an object last verified, for the diagnosis
-	fatal        error      // why the fetch cannot finish, if it cannot
-	finished     bool       // Run is returning: callbacks must change nothing
+	timing       timeouts.Policy // every answer's response time; Run's deadlines
+	lastVerified time.Time       // when an object last verified (or the fetch began)
+	atLast       tally           // counters when an object last verified, for the diagnosis
+	fatal        error           // why the fetch cannot finish, if it cannot
+	finished     bool            // Run is returning: callbacks must change nothing
 	doneClosed   bool
 	done         chan struct{} // closed when complete or fatal
 }
@@ -44,13 +44,13 @@ func newState(cfg Config) *state {
 }
 
 // newTiming returns the policy behind Run's deadlines: RFC 6298's estimate
-// of each peer's response time (package rto), its hard deadline between
+// of each peer's response time (package timeouts), its hard deadline between
 // MinTimeout and Timeout, and Timeout before any peer has answered.
-func newTiming(cfg Config) rto.Policy {
-	e, err := rto.New(cfg.timing())
+func newTiming(cfg Config) timeouts.Policy {
+	e, err := timeouts.NewEstimator(cfg.timing())
 	if err != nil {
 		// withDefaults has made this very call.
-		panic(fmt.Sprintf("fetch: a checked config fails rto.New: %v", err))
+		panic(fmt.Sprintf("fetch: a checked config fails timeouts.NewEstimator: %v", err))
 	}
 	return e
 }

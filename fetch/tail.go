@@ -9,7 +9,7 @@ import (
 
 // The tail. Every request goes through the library's Hedger (package
 // hedge), which the scheduler tells when a request passes its soft
-// deadline (its peer's p95-like response time, from package rto). What
+// deadline (its peer's p95-like response time, from package timeouts). What
 // the fetch decides is when a slow request is worth a hedge: only at the
 // tail, once no hash waits to be asked. Before that the channels have
 // work to carry, a hedge would take one from it, and the budget would be

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peersched/peersched/rto"
+	"github.com/peersched/peersched/timeouts"
 )
 
 func TestPercentileNearestRank(t *testing.T) {
@@ -82,10 +82,10 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 	}
 }
 
-// TestRunDeadlinesFromConfig: Run's timeout policy is package rto's
-// estimate with MinTimeout and Timeout as its bounds: Timeout before any
+// TestRunDeadlinesFromConfig: Run's timeout policy is a timeouts.Estimator
+// with MinTimeout and Timeout as its bounds: Timeout before any
 // answer, the estimate clamped between them after, every peer's estimate
-// for a peer not heard from. (The arithmetic is tested in package rto.)
+// for a peer not heard from. (The arithmetic is tested in package timeouts.)
 func TestRunDeadlinesFromConfig(t *testing.T) {
 	cfg, err := Config{Root: h(1), Timeout: 2 * time.Second, MinTimeout: 100 * ms}.withDefaults()
 	if err != nil {
@@ -114,10 +114,10 @@ func TestRunDeadlinesFromConfig(t *testing.T) {
 		t.Errorf("a peer not heard from: %v, want every peer's estimate (the cap)", hard)
 	}
 	for name, c := range map[string]Config{
-		"a Timeout above rto.MaxDeadline":   {Root: h(1), Timeout: rto.MaxDeadline + 1},
-		"a Timeout below rto's granularity": {Root: h(1), Timeout: 500 * time.Microsecond},
-		"more than a hedge per request":     {Root: h(1), HedgesPerThousand: 1001},
-		"a negative number of hedges":       {Root: h(1), HedgesPerThousand: -1},
+		"a Timeout above timeouts.MaxDeadline":        {Root: h(1), Timeout: timeouts.MaxDeadline + 1},
+		"a Timeout below the estimator's granularity": {Root: h(1), Timeout: 500 * time.Microsecond},
+		"more than a hedge per request":               {Root: h(1), HedgesPerThousand: 1001},
+		"a negative number of hedges":                 {Root: h(1), HedgesPerThousand: -1},
 	} {
 		if _, err := c.withDefaults(); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("%s: %v", name, err)
@@ -127,7 +127,7 @@ func TestRunDeadlinesFromConfig(t *testing.T) {
 
 // measured reports whether the timeout policy has a response time from any
 // peer.
-func measured(p rto.Policy) bool {
-	_, _, ok := p.(*rto.Estimator).Pool()
+func measured(p timeouts.Policy) bool {
+	_, _, ok := p.(*timeouts.Estimator).Pool()
 	return ok
 }

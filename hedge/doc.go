@@ -6,7 +6,7 @@
 // # The Hedger
 //
 // A Hedger sends a sender's requests through the scheduler with two
-// deadlines (offer.Offer.RequestSoft; package rto says how long each
+// deadlines (offer.Offer.RequestSoft; package timeouts says how long each
 // should be). A request answered before its soft deadline costs nothing
 // more. At its soft deadline the scheduler reports it slow, and the
 // Hedger, if its Budget allows, schedules a one-shot sender of its own
@@ -25,9 +25,10 @@
 // the response times, and the stragglers the hedging is for find it
 // empty; one that fewer pass keeps it for them. In the tail experiment
 // (BENCHMARKS.md: a log-normal body, 1% of responses 50 times slower, the
-// default 5% budget), rto's default soft deadline, SRTT + 2·RTTVAR, left
-// p99.9 at 233 ms, and four deviations (rto.Config.SoftDeviations) brought
-// it to 108 ms, for 4% extra requests.
+// default 5% budget), the estimator's default soft deadline,
+// SRTT + 2·RTTVAR, left p99.9 at 233 ms, and four deviations
+// (timeouts.EstimatorConfig.SoftDeviations) brought it to 108 ms, for 4%
+// extra requests.
 //
 // A receiver that implements Receiver decides, at each soft deadline,
 // whether the request is hedged at once or later (Hedger.Hedge), and is

@@ -19,9 +19,9 @@ import (
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
-	"github.com/peersched/peersched/rto"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/simnet"
+	"github.com/peersched/peersched/timeouts"
 )
 
 // The tail experiment (issue 12 §5): how much hedging cuts the tail of
@@ -32,8 +32,8 @@ import (
 // millisecond, goes through the scheduler, each on the best channel
 // offered; a request that fails is sent again until it is answered, and
 // its completion time runs from its issue to its answer. Three settings:
-// a fixed timeout (rto.Fixed, 1s, RFC 6298's initial RTO), adaptive
-// timeouts (rto.Estimator's defaults), and adaptive timeouts with hedging
+// a fixed timeout (timeouts.Fixed, 1s, RFC 6298's initial RTO), adaptive
+// timeouts (timeouts.Estimator's defaults), and adaptive timeouts with hedging
 // (hedge.Hedger with the default budget, 5% after a burst of 10, at each
 // request's soft deadline from the same Estimator). Everything runs in
 // virtual time from a fixed seed, so the table is exact: the test
@@ -82,18 +82,19 @@ var tailLedger = func() *ledger.Ledger {
 // tailSetting is one way to run the stream.
 type tailSetting struct {
 	name   string
-	policy func() rto.Policy
+	policy func() timeouts.Policy
 	hedged bool
 }
 
 // tailSettings are the experiment's settings. Hedging runs twice: with
-// rto's default soft deadline, SRTT + 2·RTTVAR (p95-like), and with the
-// soft deadline four deviations out (rto.Config.SoftDeviations), which the
-// target is checked on (see BENCHMARKS.md for why).
+// the estimator's default soft deadline, SRTT + 2·RTTVAR (p95-like), and
+// with the soft deadline four deviations out
+// (timeouts.EstimatorConfig.SoftDeviations), which the target is checked on
+// (see BENCHMARKS.md for why).
 func tailSettings() []tailSetting {
-	adaptive := func(soft int) func() rto.Policy {
-		return func() rto.Policy {
-			e, err := rto.New(rto.Config{SoftDeviations: soft})
+	adaptive := func(soft int) func() timeouts.Policy {
+		return func() timeouts.Policy {
+			e, err := timeouts.NewEstimator(timeouts.EstimatorConfig{SoftDeviations: soft})
 			if err != nil {
 				panic(err)
 			}
@@ -101,8 +102,8 @@ func tailSettings() []tailSetting {
 		}
 	}
 	return []tailSetting{
-		{name: fmt.Sprintf("fixed timeout (%v)", tailFixed), policy: func() rto.Policy { return rto.Fixed{Hard: tailFixed} }},
-		{name: "adaptive timeouts (rto defaults)", policy: adaptive(0)},
+		{name: fmt.Sprintf("fixed timeout (%v)", tailFixed), policy: func() timeouts.Policy { return timeouts.Fixed{Hard: tailFixed} }},
+		{name: "adaptive timeouts (estimator defaults)", policy: adaptive(0)},
 		{name: "adaptive + hedging, soft SRTT+2·RTTVAR (default)", policy: adaptive(0), hedged: true},
 		{name: "adaptive + hedging, soft SRTT+4·RTTVAR", policy: adaptive(4), hedged: true},
 	}
@@ -131,7 +132,7 @@ type tailWorld struct {
 	hedger *hedge.Hedger // nil without hedging
 
 	mu          sync.Mutex
-	policy      rto.Policy // guarded by mu
+	policy      timeouts.Policy // guarded by mu
 	completions []time.Duration
 }
 

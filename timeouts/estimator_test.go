@@ -1,4 +1,4 @@
-package rto
+package timeouts
 
 import (
 	"errors"
@@ -14,11 +14,11 @@ const ms = time.Millisecond
 
 // testConfig is the configuration of the tables: round numbers that make
 // each formula's terms visible.
-var testConfig = Config{Min: 100 * ms, Max: 2 * time.Second, Initial: time.Second, Granularity: ms}
+var testConfig = EstimatorConfig{Min: 100 * ms, Max: 2 * time.Second, Initial: time.Second, Granularity: ms}
 
-func mustNew(t *testing.T, c Config) *Estimator {
+func mustNew(t *testing.T, c EstimatorConfig) *Estimator {
 	t.Helper()
-	e, err := New(c)
+	e, err := NewEstimator(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func script(parts ...[]step) []step {
 func TestDeadlines(t *testing.T) {
 	for _, c := range []struct {
 		name       string
-		cfg        Config
+		cfg        EstimatorConfig
 		steps      []step
 		ask        peer.ID
 		soft, hard time.Duration
@@ -112,7 +112,7 @@ func TestDeadlines(t *testing.T) {
 		{"steady answers: G is the margin left", testConfig,
 			// RTTVAR decays to 3ns (a quarter of it truncates to 0 below 4ns).
 			repeat(200, observe("a", 10*ms)), "a", 11 * ms, 100 * ms},
-		{"a larger G", Config{Min: ms, Max: time.Second, Initial: time.Second, Granularity: 5 * ms},
+		{"a larger G", EstimatorConfig{Min: ms, Max: time.Second, Initial: time.Second, Granularity: 5 * ms},
 			repeat(200, observe("a", 10*ms)), "a", 15 * ms, 15 * ms},
 		{"one expiry doubles the hard deadline", testConfig,
 			[]step{observe("a", 200*ms), expire("a")}, "a", 400 * ms, 1200 * ms},
@@ -128,7 +128,7 @@ func TestDeadlines(t *testing.T) {
 			[]step{observe("a", 40*ms), expire("b")}, "b", 80 * ms, 240 * ms},
 		{"before any sample, the back-off doubles Initial", testConfig,
 			[]step{expire("a")}, "a", 100 * ms, 2 * time.Second},
-		{"four soft deviations make soft the hard deadline without Min, and it stays as hard doubles", Config{Min: 200 * ms, Max: 10 * time.Second, Initial: time.Second, SoftDeviations: 4},
+		{"four soft deviations make soft the hard deadline without Min, and it stays as hard doubles", EstimatorConfig{Min: 200 * ms, Max: 10 * time.Second, Initial: time.Second, SoftDeviations: 4},
 			// 100 + 4·50 = 300ms for both; then hard doubles to 600ms.
 			[]step{observe("a", 100*ms), expire("a")}, "a", 300 * ms, 600 * ms},
 		{"Forget drops the peer's own estimate", testConfig,
@@ -141,10 +141,10 @@ func TestDeadlines(t *testing.T) {
 			"a", 2 * time.Second, 2 * time.Second},
 		{"a negative sample counts as 0", testConfig,
 			[]step{observe("a", -time.Second)}, "a", ms, 100 * ms},
-		{"soft deviations 1", Config{Min: ms, Max: time.Second, Initial: time.Second, SoftDeviations: 1},
+		{"soft deviations 1", EstimatorConfig{Min: ms, Max: time.Second, Initial: time.Second, SoftDeviations: 1},
 			[]step{observe("a", 40*ms)}, "a", 60 * ms, 120 * ms},
-		{"defaults", Config{}, []step{observe("a", 40*ms)}, "a", 80 * ms, 200 * ms},
-		{"defaults, nothing measured", Config{}, nil, "a", 200 * ms, time.Second},
+		{"defaults", EstimatorConfig{}, []step{observe("a", 40*ms)}, "a", 80 * ms, 200 * ms},
+		{"defaults, nothing measured", EstimatorConfig{}, nil, "a", 200 * ms, time.Second},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := mustNew(t, c.cfg)
@@ -187,7 +187,7 @@ func TestPoolAndForget(t *testing.T) {
 // and nothing overflows (an overflow would show as a negative or tiny
 // deadline).
 func TestDeadlinesStayInRange(t *testing.T) {
-	configs := []Config{
+	configs := []EstimatorConfig{
 		testConfig,
 		{},
 		{Min: 1, Max: 1, Initial: 1, Granularity: 1},
@@ -223,24 +223,24 @@ func TestDeadlinesStayInRange(t *testing.T) {
 	}
 }
 
-// TestConfigDefaultsAndErrors: the zero Config means every default, a
+// TestConfigDefaultsAndErrors: the zero EstimatorConfig means every default, a
 // default adapts to a Max given, and what is out of range fails with
 // ErrBadConfig.
 func TestConfigDefaultsAndErrors(t *testing.T) {
 	for _, c := range []struct {
-		in, want Config
+		in, want EstimatorConfig
 	}{
-		{Config{}, Config{Min: DefaultMin, Max: DefaultMax, Initial: DefaultInitial, Granularity: DefaultGranularity, SoftDeviations: DefaultSoftDeviations}},
-		{Config{Max: 50 * ms}, Config{Min: 50 * ms, Max: 50 * ms, Initial: 50 * ms, Granularity: DefaultGranularity, SoftDeviations: DefaultSoftDeviations}},
-		{Config{Min: 3 * time.Second}, Config{Min: 3 * time.Second, Max: DefaultMax, Initial: 3 * time.Second, Granularity: DefaultGranularity, SoftDeviations: DefaultSoftDeviations}},
-		{testConfig, Config{Min: 100 * ms, Max: 2 * time.Second, Initial: time.Second, Granularity: ms, SoftDeviations: DefaultSoftDeviations}},
+		{EstimatorConfig{}, EstimatorConfig{Min: DefaultMin, Max: DefaultMax, Initial: DefaultInitial, Granularity: DefaultGranularity, SoftDeviations: DefaultSoftDeviations}},
+		{EstimatorConfig{Max: 50 * ms}, EstimatorConfig{Min: 50 * ms, Max: 50 * ms, Initial: 50 * ms, Granularity: DefaultGranularity, SoftDeviations: DefaultSoftDeviations}},
+		{EstimatorConfig{Min: 3 * time.Second}, EstimatorConfig{Min: 3 * time.Second, Max: DefaultMax, Initial: 3 * time.Second, Granularity: DefaultGranularity, SoftDeviations: DefaultSoftDeviations}},
+		{testConfig, EstimatorConfig{Min: 100 * ms, Max: 2 * time.Second, Initial: time.Second, Granularity: ms, SoftDeviations: DefaultSoftDeviations}},
 	} {
-		e, err := New(c.in)
+		e, err := NewEstimator(c.in)
 		if err != nil || e.Config() != c.want {
 			t.Errorf("%+v: %+v, %v; want %+v", c.in, e.Config(), err, c.want)
 		}
 	}
-	for _, c := range []Config{
+	for _, c := range []EstimatorConfig{
 		{Min: -1}, {Max: -1}, {Initial: -1}, {Granularity: -1}, {SoftDeviations: -1}, {SoftDeviations: 5},
 		{Max: MaxDeadline + 1},
 		{Min: 2 * time.Second, Max: time.Second},
@@ -248,7 +248,7 @@ func TestConfigDefaultsAndErrors(t *testing.T) {
 		{Max: time.Second, Initial: 2 * time.Second},
 		{Max: time.Second, Granularity: 2 * time.Second},
 	} {
-		if e, err := New(c); !errors.Is(err, ErrBadConfig) || e != nil {
+		if e, err := NewEstimator(c); !errors.Is(err, ErrBadConfig) || e != nil {
 			t.Errorf("%+v: %v, %v; want ErrBadConfig", c, e, err)
 		}
 	}

@@ -1,14 +1,16 @@
-// Package rto turns the response times a sender measures into the
-// deadlines of its next requests: how long a request to a given peer may
+// Package timeouts holds what a user configures about deadlines: the
+// policies that turn the response times a sender measures into the
+// deadlines of its next requests, how long a request to a given peer may
 // wait before it counts as slow (the soft deadline) and before it fails
 // (the hard one).
 //
-// It sits beside the packages that look similar: package timeouts is the
-// scheduler's deadline structure (when deadlines that are already set fire,
-// in order), and package limit decides how many requests a peer may have in
-// flight and how fast the application may send. This package decides only
-// how long the deadlines should be, from what was measured, for any sender
-// that would otherwise pass the scheduler a fixed duration.
+// A Policy gives each request its deadlines: Estimator learns them from
+// each peer's response times, Fixed gives every request the same ones. The
+// scheduler only fires the deadlines it is given (offer.Offer.Request and
+// RequestSoft take them as durations); package limit decides how many
+// requests a peer may have in flight and how fast the application may
+// send. This package decides only how long the deadlines should be, for
+// any sender that would otherwise pass the scheduler a fixed duration.
 //
 // # The estimate
 //
@@ -56,4 +58,4 @@
 //
 // Fixed is the other Policy: the same deadlines for every peer, whatever
 // was measured, for senders (and experiments) that want a fixed timeout.
-package rto
+package timeouts

@@ -1,4 +1,4 @@
-package rto
+package timeouts
 
 import (
 	"time"
@@ -13,9 +13,9 @@ import (
 // It keeps a few words per peer it has heard of (by Observe or Expired)
 // until Forget. It is not safe for concurrent use: a sender that calls it
 // from callbacks guards it with its own lock. The zero value is not usable;
-// build one with New.
+// build one with NewEstimator.
 type Estimator struct {
-	cfg   Config
+	cfg   EstimatorConfig
 	pool  estimate // every sample of every peer
 	peers map[peer.ID]peerEstimate
 }
@@ -35,10 +35,10 @@ const maxBackoffs = 63
 
 var _ Policy = (*Estimator)(nil)
 
-// New returns an Estimator with no measurement yet: every peer's deadlines
-// are (Min, Initial) until one answers. It fails with an error wrapping
-// ErrBadConfig if c is out of range (see Config).
-func New(c Config) (*Estimator, error) {
+// NewEstimator returns an Estimator with no measurement yet: every peer's
+// deadlines are (Min, Initial) until one answers. It fails with an error
+// wrapping ErrBadConfig if c is out of range (see EstimatorConfig).
+func NewEstimator(c EstimatorConfig) (*Estimator, error) {
 	c, err := c.withDefaults()
 	if err != nil {
 		return nil, err
@@ -47,7 +47,7 @@ func New(c Config) (*Estimator, error) {
 }
 
 // Config returns the Estimator's configuration, its defaults filled in.
-func (e *Estimator) Config() Config { return e.cfg }
+func (e *Estimator) Config() EstimatorConfig { return e.cfg }
 
 // Deadlines returns the soft and the hard deadline of a request sent now
 // to p, with 0 < soft <= hard <= Max and hard >= Min. It changes nothing.

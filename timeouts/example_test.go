@@ -1,16 +1,16 @@
-package rto_test
+package timeouts_test
 
 import (
 	"fmt"
 	"time"
 
-	"github.com/peersched/peersched/rto"
+	"github.com/peersched/peersched/timeouts"
 )
 
 // A sender asks for a request's deadlines when it sends, passes the hard one
 // to the scheduler as the timeout, and reports how the request ended.
 func ExampleEstimator() {
-	e, err := rto.New(rto.Config{Min: 100 * time.Millisecond, Max: 2 * time.Second})
+	e, err := timeouts.NewEstimator(timeouts.EstimatorConfig{Min: 100 * time.Millisecond, Max: 2 * time.Second})
 	if err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package rto
+package timeouts
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Defaults for the zero fields of Config.
+// Defaults for the zero fields of EstimatorConfig.
 const (
 	// DefaultMin is the shortest hard deadline: Linux's floor for TCP's
 	// RTO. RFC 6298 asks for 1s, which is meant for a path whose every
@@ -36,12 +36,12 @@ const MaxDeadline = time.Duration(math.MaxInt64 / 8)
 // above the smoothed response time.
 const hardDeviations = 4
 
-// ErrBadConfig is returned by New for a Config that cannot describe an
-// Estimator.
-var ErrBadConfig = errors.New("rto: bad config")
+// ErrBadConfig is returned by NewEstimator for an EstimatorConfig that
+// cannot describe an Estimator.
+var ErrBadConfig = errors.New("timeouts: bad estimator config")
 
-// Config describes an Estimator. The zero value means every default.
-type Config struct {
+// EstimatorConfig describes an Estimator. The zero value means every default.
+type EstimatorConfig struct {
 	// Min and Max bound every hard deadline. 0 means DefaultMin and
 	// DefaultMax; a default Min above the Max given is lowered to it. Max
 	// may be at most MaxDeadline.
@@ -62,7 +62,7 @@ type Config struct {
 
 // withDefaults returns c with its zero fields filled in, or an error
 // wrapping ErrBadConfig.
-func (c Config) withDefaults() (Config, error) {
+func (c EstimatorConfig) withDefaults() (EstimatorConfig, error) {
 	if c.Min < 0 || c.Max < 0 || c.Initial < 0 || c.Granularity < 0 ||
 		c.SoftDeviations < 0 || c.SoftDeviations > hardDeviations || c.Max > MaxDeadline {
 		return c, fmt.Errorf("%w: min %v, max %v (at most %v), initial %v, granularity %v, soft deviations %d (1 to %d)",

@@ -1,4 +1,4 @@
-package rto
+package timeouts
 
 import (
 	"testing"
