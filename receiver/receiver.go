@@ -1,6 +1,6 @@
 // Package receiver holds the receiving side of a request: the Receiver a
-// sender passes with each request, the reasons a request can fail, request
-// IDs, and the Table that remembers every outstanding request.
+// sender passes with each request, the reasons a request can fail, and
+// request IDs and the range they are drawn from.
 package receiver
 
 import (

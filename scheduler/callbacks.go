@@ -3,6 +3,7 @@ package scheduler
 import (
 	"runtime/debug"
 
+	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -61,7 +62,7 @@ type callback struct {
 	id       receiver.RequestID
 	from     peer.ID
 	receiver receiver.Receiver
-	response any // for callReport, the *peer.LimiterPanic; for callSlow, the receiver.Slow
+	response any // for callReport, the *peer.LimiterPanic; for callSlow, the requests.Slow
 	sender   offer.Sender
 }
 
@@ -91,7 +92,7 @@ func (q *callbackQueue) push(c callback) { *q.slot() = c }
 
 // pushFinished queues the receiver call for a finished request, if it still
 // has a receiver (a withdrawn request has none).
-func (q *callbackQueue) pushFinished(f *receiver.Finished) {
+func (q *callbackQueue) pushFinished(f *requests.Finished) {
 	if f.Receiver == nil {
 		return
 	}
@@ -106,7 +107,7 @@ func (q *callbackQueue) pushFinished(f *receiver.Finished) {
 // The request is still live, so the call is checked again when its turn
 // comes (see invoke): it is not made once the request has ended or been
 // withdrawn. It does not count as owed: a live request counts already.
-func (q *callbackQueue) pushSlow(slow receiver.Slow) {
+func (q *callbackQueue) pushSlow(slow requests.Slow) {
 	c := q.slot()
 	c.kind, c.id, c.from, c.receiver, c.response = callSlow, slow.ID, slow.PeerID, slow.Receiver, slow
 }
@@ -247,7 +248,7 @@ func (s *Scheduler) invoke(c *callback) {
 		// was queued; if not, the call starts now, and a withdrawal from
 		// here on finds it started, as promise 11 allows.
 		s.requestsMu.Lock()
-		live := s.table.StillLive(c.response.(receiver.Slow))
+		live := s.table.StillLive(c.response.(requests.Slow))
 		s.requestsMu.Unlock()
 		if live {
 			c.receiver.(receiver.SlowReceiver).OnSlow(c.id, c.from)

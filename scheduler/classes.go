@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/limit"
-	"github.com/peersched/peersched/receiver"
 )
 
 // Classes (Config.Classes) cap the messages in flight of each kind of
@@ -76,7 +76,7 @@ func (s *Scheduler) bookLocked() int32 {
 
 // releaseLocked releases the class that a message booked, now that it has
 // ended. Caller holds offersMu.
-func (s *Scheduler) releaseLocked(t receiver.Terms) {
+func (s *Scheduler) releaseLocked(t requests.Terms) {
 	if t.Class != 0 {
 		if err := s.classes.Release(limit.ClassID(t.Class - 1)); err != nil {
 			s.bookingErrors++

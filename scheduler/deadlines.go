@@ -3,8 +3,8 @@ package scheduler
 import (
 	"time"
 
+	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/limit"
-	"github.com/peersched/peersched/receiver"
 )
 
 // Every request and notification has one deadline, kept with its record in
@@ -94,7 +94,7 @@ func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 // response time and limit. A panic in the peer's Limiter is counted at once
 // and reported through the logger once no lock is held. Caller holds
 // offersMu and requestsMu.
-func (s *Scheduler) observeLocked(f *receiver.Finished, outcome limit.Outcome, now time.Duration) {
+func (s *Scheduler) observeLocked(f *requests.Finished, outcome limit.Outcome, now time.Duration) {
 	sample := limit.Sample{Outcome: outcome, RTT: now - f.SentAt, Now: now} // the pool fills in InFlight
 	if p := s.pool.Observe(f.Peer, sample); p != nil {
 		s.panics.Add(1)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -205,9 +206,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	now := s.now()
 	var id receiver.RequestID
 	if soft > 0 {
-		id = s.table.AddSoft(r, ref, now, soft, timeout, receiver.Terms{Class: class})
+		id = s.table.AddSoft(r, ref, now, soft, timeout, requests.Terms{Class: class})
 	} else {
-		id = s.table.Add(r, ref, now, timeout, receiver.Terms{Class: class})
+		id = s.table.Add(r, ref, now, timeout, requests.Terms{Class: class})
 	}
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
@@ -306,7 +307,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	ref := ch.Ref()
 	s.pool.Close(ref)
 	bytes := s.spendLocked()
-	terms := receiver.Terms{Class: s.bookLocked()}
+	terms := requests.Terms{Class: s.bookLocked()}
 	s.offersMu.Unlock()
 
 	undo := func() {

@@ -90,6 +90,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/internal/lockorder"
+	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
@@ -233,13 +234,13 @@ type Scheduler struct {
 
 	requestsMu lockorder.Mutex
 	// The following fields are guarded by requestsMu.
-	table      receiver.Table // every request and notification, with its deadline
+	table      requests.Table // every request and notification, with its deadline
 	timer      *clock.Timer
 	timerArmed bool
 	timerAt    time.Duration
 	tokenDue   bool                // senders wait for the rate's next token, due at tokenAt
 	tokenAt    time.Duration       // the timer is armed for it too
-	finished   []receiver.Finished // scratch for disconnects
+	finished   []requests.Finished // scratch for disconnects
 	counts     requestCounts
 
 	callbacksMu lockorder.Mutex
@@ -447,7 +448,7 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	for i := range s.finished {
 		f := &s.finished[i]
 		s.settleEndedLocked(f) // a notification's channel just goes with its peer
-		*f = receiver.Finished{}
+		*f = requests.Finished{}
 	}
 	s.callbacksMu.Unlock()
 	s.requestsMu.Unlock()
@@ -610,7 +611,7 @@ func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, re
 	// Deadlines that have passed are enforced first, so a response that
 	// comes after its deadline is late even if the timer has not fired yet.
 	reopened := s.expireDueLocked(now)
-	var f receiver.Finished
+	var f requests.Finished
 	var ended bool
 	var err error
 	if refused {
@@ -672,7 +673,7 @@ func (s *Scheduler) afterReopening(reopened bool) {
 // oweLocked queues the receiver call for a finished request, if it still has
 // a receiver (a withdrawn request has none), and counts it as owed until the
 // drainer starts it. Caller holds callbacksMu.
-func (s *Scheduler) oweLocked(f *receiver.Finished) {
+func (s *Scheduler) oweLocked(f *requests.Finished) {
 	if f.Receiver != nil {
 		s.pending.pushFinished(f)
 		s.owed.Add(1)
@@ -683,7 +684,7 @@ func (s *Scheduler) oweLocked(f *receiver.Finished) {
 // answer or deadline ended (a disconnect, a stop): its class and budget are
 // released and, for a request, its end counted and its receiver's call
 // queued. Caller holds offersMu, requestsMu and callbacksMu.
-func (s *Scheduler) settleEndedLocked(f *receiver.Finished) {
+func (s *Scheduler) settleEndedLocked(f *requests.Finished) {
 	s.releaseLocked(f.Terms)
 	if !f.Notification {
 		s.countEndLocked(f)
@@ -692,7 +693,7 @@ func (s *Scheduler) settleEndedLocked(f *receiver.Finished) {
 }
 
 // countEndLocked counts how a request ended. Caller holds requestsMu.
-func (s *Scheduler) countEndLocked(f *receiver.Finished) {
+func (s *Scheduler) countEndLocked(f *requests.Finished) {
 	switch {
 	case f.Receiver == nil:
 		s.counts.withdrawnEnded++

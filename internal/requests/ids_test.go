@@ -1,4 +1,4 @@
-package receiver
+package requests
 
 import (
 	"testing"
@@ -7,9 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
 )
 
-func rangedFixture(t *testing.T, r IDRange, ids ...peer.ID) (*Table, map[peer.ID]peer.Ref) {
+func rangedFixture(t *testing.T, r receiver.IDRange, ids ...peer.ID) (*Table, map[peer.ID]peer.Ref) {
 	t.Helper()
 	require.NoError(t, r.Validate())
 	tab, refs := fixture(t, ids...)
@@ -17,22 +18,12 @@ func rangedFixture(t *testing.T, r IDRange, ids ...peer.ID) (*Table, map[peer.ID
 	return tab, refs
 }
 
-func TestIDRangeValidate(t *testing.T) {
-	for _, r := range []IDRange{{}, {1, 2}, {1 << 24, 1 << 32}, {5, 1<<64 - 1}} {
-		require.NoError(t, r.Validate(), "%+v", r)
-	}
-	for _, r := range []IDRange{{0, 10}, {10, 10}, {10, 9}, {0, 0xff}} {
-		require.ErrorIs(t, r.Validate(), ErrBadIDRange, "%+v", r)
-	}
-	require.Equal(t, uint64(1<<32-1<<24), IDRange{1 << 24, 1 << 32}.Size())
-}
-
 // TestRangedIDsWrapAtTheTop: IDs are issued in order from Lo and, after
 // Hi-1, from Lo again.
 func TestRangedIDsWrapAtTheTop(t *testing.T) {
-	r := IDRange{Lo: 1<<32 - 3, Hi: 1 << 32}
+	r := receiver.IDRange{Lo: 1<<32 - 3, Hi: 1 << 32}
 	tab, refs := rangedFixture(t, r, "A")
-	var got []RequestID
+	var got []receiver.RequestID
 	for range 7 {
 		id := pending(tab, refs["A"])
 		got = append(got, id)
@@ -40,21 +31,21 @@ func TestRangedIDsWrapAtTheTop(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ended)
 	}
-	top := RequestID(1<<32 - 1)
-	require.Equal(t, []RequestID{top - 2, top - 1, top, top - 2, top - 1, top, top - 2}, got)
+	top := receiver.RequestID(1<<32 - 1)
+	require.Equal(t, []receiver.RequestID{top - 2, top - 1, top, top - 2, top - 1, top, top - 2}, got)
 }
 
 // TestRangedIDsSkipOutstanding: after a wrap, an ID still outstanding is
 // never issued again; the cursor passes over it.
 func TestRangedIDsSkipOutstanding(t *testing.T) {
-	tab, refs := rangedFixture(t, IDRange{Lo: 10, Hi: 14}, "A")
+	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 10, Hi: 14}, "A")
 	long := pending(tab, refs["A"]) // 10, outstanding throughout
-	require.Equal(t, RequestID(10), long)
-	outstanding := map[RequestID]bool{long: true}
+	require.Equal(t, receiver.RequestID(10), long)
+	outstanding := map[receiver.RequestID]bool{long: true}
 	for i := range 20 {
 		id := pending(tab, refs["A"])
-		require.GreaterOrEqual(t, id, RequestID(10))
-		require.Less(t, id, RequestID(14))
+		require.GreaterOrEqual(t, id, receiver.RequestID(10))
+		require.Less(t, id, receiver.RequestID(14))
 		require.False(t, outstanding[id], "step %d: %d issued while outstanding", i, id)
 		outstanding[id] = true
 		_, _, err := tab.Respond(id, "A", nil)
@@ -71,35 +62,35 @@ func TestRangedIDsSkipOutstanding(t *testing.T) {
 // request is classified as with 64-bit IDs while its slot remembers it, late
 // once the slot has moved on, and unknown if the ID was never issued.
 func TestRangedStrayResponses(t *testing.T) {
-	tab, refs := rangedFixture(t, IDRange{Lo: 100, Hi: 1000}, "A", "B")
+	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 100, Hi: 1000}, "A", "B")
 	answered := pending(tab, refs["A"])
 	expired := pendingFor(tab, refs["A"], time.Second)
 	open := pending(tab, refs["B"])
 
 	_, _, err := tab.Respond(open, "A", "spoof")
-	require.ErrorIs(t, err, ErrWrongPeer)
+	require.ErrorIs(t, err, receiver.ErrWrongPeer)
 	_, ended, err := tab.Respond(answered, "A", "yes")
 	require.NoError(t, err)
 	require.True(t, ended)
 	_, _, err = tab.Respond(answered, "A", "again")
-	require.ErrorIs(t, err, ErrDuplicateResponse)
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse)
 	f, _, ended := tab.Expire(time.Second)
 	require.True(t, ended)
 	require.Equal(t, expired, f.ID, "the finished record carries the ranged ID")
 	_, _, err = tab.Respond(expired, "A", "late")
-	require.ErrorIs(t, err, ErrLateResponse)
+	require.ErrorIs(t, err, receiver.ErrLateResponse)
 
-	for _, id := range []RequestID{0, 99, 1000, 1 << 40, 500} {
+	for _, id := range []receiver.RequestID{0, 99, 1000, 1 << 40, 500} {
 		_, _, err = tab.Respond(id, "B", nil)
-		require.ErrorIs(t, err, ErrUnknownRequest, "id %d", id)
+		require.ErrorIs(t, err, receiver.ErrUnknownRequest, "id %d", id)
 	}
 
 	// The freed slots go to new messages: their old IDs become late.
 	tab.Notify(refs["A"], 0, time.Hour, Terms{})
 	pending(tab, refs["A"])
-	for _, id := range []RequestID{answered, expired} {
+	for _, id := range []receiver.RequestID{answered, expired} {
 		_, _, err = tab.Respond(id, "A", nil)
-		require.ErrorIs(t, err, ErrLateResponse, "id %d", id)
+		require.ErrorIs(t, err, receiver.ErrLateResponse, "id %d", id)
 	}
 	require.Equal(t, 2, tab.Len())
 }
@@ -107,24 +98,24 @@ func TestRangedStrayResponses(t *testing.T) {
 // TestRangedRefusal: a refused request's ranged ID, remembered by its free
 // slot, answers duplicate; once the slot serves another message, late.
 func TestRangedRefusal(t *testing.T) {
-	tab, refs := rangedFixture(t, IDRange{Lo: 100, Hi: 1000}, "A")
+	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 100, Hi: 1000}, "A")
 	id := pending(tab, refs["A"])
 	f, ended, err := tab.Refuse(id, "A")
 	require.NoError(t, err)
 	require.True(t, ended)
 	require.Equal(t, id, f.ID)
-	require.Equal(t, Refused, f.Reason)
+	require.Equal(t, receiver.Refused, f.Reason)
 	_, _, err = tab.Respond(id, "A", "after all")
-	require.ErrorIs(t, err, ErrDuplicateResponse)
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse)
 	pending(tab, refs["A"])
 	_, _, err = tab.Refuse(id, "A")
-	require.ErrorIs(t, err, ErrLateResponse)
+	require.ErrorIs(t, err, receiver.ErrLateResponse)
 }
 
 // TestRangedIDsHeldBackAndUnsent: the sending state, withdrawal and
 // failures work on ranged IDs as on handles.
 func TestRangedIDsHeldBackAndUnsent(t *testing.T) {
-	tab, refs := rangedFixture(t, IDRange{Lo: 7, Hi: 9}, "A")
+	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 7, Hi: 9}, "A")
 	id := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
 	_, ended, err := tab.Respond(id, "A", "early")
 	require.NoError(t, err)
@@ -138,7 +129,7 @@ func TestRangedIDsHeldBackAndUnsent(t *testing.T) {
 	_, ok := tab.Unsend(id)
 	require.True(t, ok)
 	_, _, err = tab.Respond(id, "A", nil)
-	require.ErrorIs(t, err, ErrUnknownRequest, "the peer never saw it")
+	require.ErrorIs(t, err, receiver.ErrUnknownRequest, "the peer never saw it")
 
 	id = pending(tab, refs["A"])
 	require.True(t, tab.Withdraw(id))
@@ -146,7 +137,7 @@ func TestRangedIDsHeldBackAndUnsent(t *testing.T) {
 	done := tab.FailPeer(refs["A"], nil)
 	require.Len(t, done, 1)
 	require.Equal(t, id, done[0].ID)
-	require.Equal(t, Disconnected, done[0].Reason)
+	require.Equal(t, receiver.Disconnected, done[0].Reason)
 	require.Nil(t, done[0].Receiver)
 }
 
@@ -154,14 +145,14 @@ func TestRangedIDsHeldBackAndUnsent(t *testing.T) {
 // remembered by some free slot, a new request still gets one (the first the
 // cursor meets, its slot forgotten); only outstanding IDs are never taken.
 func TestRangedIDsWhenEveryIDIsRemembered(t *testing.T) {
-	tab, refs := rangedFixture(t, IDRange{Lo: 1, Hi: 3}, "A")
+	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 1, Hi: 3}, "A")
 	a := pending(tab, refs["A"])
 	b := pending(tab, refs["A"])
 	// Two notifications take new slots, so the requests' slots stay free
 	// (and remember a and b) once they end.
 	tab.Notify(refs["A"], 0, time.Hour, Terms{})
 	tab.Notify(refs["A"], 0, time.Hour, Terms{})
-	for _, id := range []RequestID{a, b} {
+	for _, id := range []receiver.RequestID{a, b} {
 		_, _, err := tab.Respond(id, "A", nil)
 		require.NoError(t, err)
 	}

@@ -1,4 +1,4 @@
-package receiver
+package requests
 
 import (
 	"testing"
@@ -7,13 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
 )
 
 // slowRecorder is a SlowReceiver that does nothing: the table never calls
 // receivers, it only hands them back.
-type slowRecorder struct{ Funcs }
+type slowRecorder struct{ receiver.Funcs }
 
-func (*slowRecorder) OnSlow(RequestID, peer.ID) {}
+func (*slowRecorder) OnSlow(receiver.RequestID, peer.ID) {}
 
 // TestSoftDeadline: a request with a soft deadline is reported slow once at
 // the soft deadline, stays live, and fails at its hard one; its SentAt is
@@ -33,7 +34,7 @@ func TestSoftDeadline(t *testing.T) {
 	require.True(t, ok)
 	require.Zero(t, f, "nothing ended")
 	require.Equal(t, id, slow.ID)
-	require.Equal(t, SlowReceiver(r), slow.Receiver)
+	require.Equal(t, receiver.SlowReceiver(r), slow.Receiver)
 	require.Equal(t, peer.ID("A"), slow.PeerID)
 	require.Equal(t, 1, tab.Len(), "still live")
 	require.True(t, tab.StillLive(slow))
@@ -45,7 +46,7 @@ func TestSoftDeadline(t *testing.T) {
 	f, slow, ok = tab.Expire(30)
 	require.True(t, ok)
 	require.Zero(t, slow)
-	require.Equal(t, Timeout, f.Reason)
+	require.Equal(t, receiver.Timeout, f.Reason)
 	require.Equal(t, time.Duration(10), f.SentAt, "the send time, not the soft deadline")
 	require.False(t, tab.StillLive(slow), "ended")
 }
@@ -70,7 +71,7 @@ func TestSoftDeadlineAnsweredInTime(t *testing.T) {
 	f, slow, ok = tab.Expire(7)
 	require.True(t, ok)
 	require.Zero(t, slow)
-	require.Equal(t, Timeout, f.Reason)
+	require.Equal(t, receiver.Timeout, f.Reason)
 	require.Equal(t, id2, f.ID)
 }
 
@@ -96,7 +97,7 @@ func TestSoftDeadlineAnsweredWhenSlow(t *testing.T) {
 // still fails at its hard one.
 func TestSoftDeadlineQuietForOtherReceivers(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	plain := tab.AddSoft(Funcs{}, refs["A"], 0, 5, 20, Terms{})
+	plain := tab.AddSoft(receiver.Funcs{}, refs["A"], 0, 5, 20, Terms{})
 	tab.Sent(plain)
 	withdrawn := tab.AddSoft(&slowRecorder{}, refs["A"], 0, 5, 20, Terms{})
 	tab.Sent(withdrawn)
@@ -107,7 +108,7 @@ func TestSoftDeadlineQuietForOtherReceivers(t *testing.T) {
 		f, slow, ok := tab.Expire(20)
 		require.True(t, ok)
 		require.Zero(t, slow)
-		require.Equal(t, Timeout, f.Reason)
+		require.Equal(t, receiver.Timeout, f.Reason)
 	}
 }
 
@@ -125,13 +126,13 @@ func TestSoftDeadlineWhileSending(t *testing.T) {
 	slow, ok := tab.SlowHeld(id)
 	require.True(t, ok)
 	require.Equal(t, id, slow.ID)
-	require.Equal(t, SlowReceiver(r), slow.Receiver)
+	require.Equal(t, receiver.SlowReceiver(r), slow.Receiver)
 	require.Equal(t, peer.ID("A"), slow.PeerID)
 	_, ok = tab.SlowHeld(id)
 	require.False(t, ok, "once")
 	f, _, ok := tab.Expire(20)
 	require.True(t, ok)
-	require.Equal(t, Timeout, f.Reason)
+	require.Equal(t, receiver.Timeout, f.Reason)
 
 	failed := tab.AddSoft(r, refs["A"], 30, 5, 20, Terms{})
 	_, _, ok = tab.Expire(40)
@@ -148,7 +149,7 @@ func TestSoftDeadlineWhileSending(t *testing.T) {
 // from the range, not its slot's handle.
 func TestSoftDeadlineWithIDRange(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	tab.SetIDRange(IDRange{Lo: 1000, Hi: 1999})
+	tab.SetIDRange(receiver.IDRange{Lo: 1000, Hi: 1999})
 	id := tab.AddSoft(&slowRecorder{}, refs["A"], 0, 5, 20, Terms{})
 	tab.Sent(id)
 	_, slow, ok := tab.Expire(5)

@@ -1,4 +1,4 @@
-package receiver
+package requests
 
 import (
 	"strconv"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
 )
 
 // BenchmarkTableRoundTrip measures a request's life in the table alone (Add,
@@ -15,13 +16,13 @@ import (
 func BenchmarkTableRoundTrip(b *testing.B) {
 	for _, c := range []struct {
 		name string
-		r    IDRange
-	}{{"handles", IDRange{}}, {"range", IDRange{Lo: 1 << 24, Hi: 1 << 32}}} {
+		r    receiver.IDRange
+	}{{"handles", receiver.IDRange{}}, {"range", receiver.IDRange{Lo: 1 << 24, Hi: 1 << 32}}} {
 		for _, inflight := range []int{100, 10_000} {
 			b.Run(c.name+"/inflight="+strconv.Itoa(inflight), func(b *testing.B) {
 				tab, ref := benchFixture(b, c.r)
-				var rec Receiver = nobody // boxed once, not per Add
-				ids := make([]RequestID, inflight)
+				var rec receiver.Receiver = nobody // boxed once, not per Add
+				ids := make([]receiver.RequestID, inflight)
 				for i := range ids {
 					ids[i] = tab.Add(rec, ref, 0, time.Hour, Terms{})
 					tab.Sent(ids[i])
@@ -40,7 +41,7 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 }
 
 // benchFixture is a table with IDs from r and one registered peer, "A".
-func benchFixture(b *testing.B, r IDRange) (*Table, peer.Ref) {
+func benchFixture(b *testing.B, r receiver.IDRange) (*Table, peer.Ref) {
 	var pool peer.Pool
 	var tab Table
 	tab.SetIDRange(r)

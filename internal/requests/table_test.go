@@ -1,4 +1,4 @@
-package receiver
+package requests
 
 import (
 	"testing"
@@ -9,6 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,14 +33,14 @@ func fixture(t *testing.T, ids ...peer.ID) (*Table, map[peer.ID]peer.Ref) {
 	return &tab, refs
 }
 
-var nobody = Funcs{}
+var nobody = receiver.Funcs{}
 
 // pending adds a request with a long timeout and marks it sent.
-func pending(tab *Table, ref peer.Ref) RequestID {
+func pending(tab *Table, ref peer.Ref) receiver.RequestID {
 	return pendingFor(tab, ref, time.Hour)
 }
 
-func pendingFor(tab *Table, ref peer.Ref, timeout time.Duration) RequestID {
+func pendingFor(tab *Table, ref peer.Ref, timeout time.Duration) receiver.RequestID {
 	id := tab.Add(nobody, ref, 0, timeout, Terms{})
 	tab.Sent(id)
 	return id
@@ -52,7 +53,7 @@ func TestEntrySize(t *testing.T) {
 
 func TestIDsAreNonzeroAndNeverRepeatWhileSlotsAreReused(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	seen := map[RequestID]bool{}
+	seen := map[receiver.RequestID]bool{}
 	for range 1000 {
 		id := pending(tab, refs["A"])
 		require.NotZero(t, id)
@@ -72,7 +73,7 @@ func TestRespondClassifiesWhatItDrops(t *testing.T) {
 	open := pending(tab, refs["B"])
 
 	_, _, err := tab.Respond(open, "A", "spoof")
-	require.ErrorIs(t, err, ErrWrongPeer)
+	require.ErrorIs(t, err, receiver.ErrWrongPeer)
 	f, ended, err := tab.Respond(answered, "A", "yes")
 	require.NoError(t, err)
 	require.True(t, ended)
@@ -80,20 +81,20 @@ func TestRespondClassifiesWhatItDrops(t *testing.T) {
 	require.Equal(t, "yes", f.Response)
 	require.Equal(t, peer.ID("A"), f.PeerID)
 	_, _, err = tab.Respond(answered, "A", "again")
-	require.ErrorIs(t, err, ErrDuplicateResponse)
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse)
 
 	f, _, ended = tab.Expire(time.Second)
 	require.True(t, ended)
 	require.Equal(t, expired, f.ID)
-	require.Equal(t, Timeout, f.Reason)
+	require.Equal(t, receiver.Timeout, f.Reason)
 	_, _, ended = tab.Expire(time.Second)
 	require.False(t, ended, "a deadline ends a request once")
 	_, _, err = tab.Respond(expired, "A", "late")
-	require.ErrorIs(t, err, ErrLateResponse)
+	require.ErrorIs(t, err, receiver.ErrLateResponse)
 
-	for _, id := range []RequestID{0, 1 << 40, open + 1<<32, 77} {
+	for _, id := range []receiver.RequestID{0, 1 << 40, open + 1<<32, 77} {
 		_, _, err = tab.Respond(id, "B", nil)
-		require.ErrorIs(t, err, ErrUnknownRequest, "id %d", id)
+		require.ErrorIs(t, err, receiver.ErrUnknownRequest, "id %d", id)
 	}
 	require.Equal(t, 1, tab.Len(), "only the open request is left")
 }
@@ -108,25 +109,25 @@ func TestRefuseEndsARequestLikeAResponse(t *testing.T) {
 	expired := pendingFor(tab, refs["A"], time.Second)
 
 	_, _, err := tab.Refuse(refused, "B")
-	require.ErrorIs(t, err, ErrWrongPeer)
+	require.ErrorIs(t, err, receiver.ErrWrongPeer)
 	_, _, err = tab.Refuse(refused+1<<40, "A")
-	require.ErrorIs(t, err, ErrUnknownRequest)
+	require.ErrorIs(t, err, receiver.ErrUnknownRequest)
 	f, ended, err := tab.Refuse(refused, "A")
 	require.NoError(t, err)
 	require.True(t, ended)
-	require.Equal(t, Refused, f.Reason)
+	require.Equal(t, receiver.Refused, f.Reason)
 	require.False(t, f.Answered())
 	require.Equal(t, refused, f.ID)
 	require.Equal(t, peer.ID("A"), f.PeerID)
 	require.Equal(t, refs["A"], f.Peer, "the caller reopens the channel")
 	_, _, err = tab.Refuse(refused, "A")
-	require.ErrorIs(t, err, ErrDuplicateResponse)
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse)
 	_, _, err = tab.Respond(refused, "A", "after all")
-	require.ErrorIs(t, err, ErrDuplicateResponse)
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse)
 
 	tab.Expire(time.Second)
 	_, _, err = tab.Refuse(expired, "A")
-	require.ErrorIs(t, err, ErrLateResponse)
+	require.ErrorIs(t, err, receiver.ErrLateResponse)
 
 	// While the host sends, a refusal is held back like a response, and
 	// the first of them wins.
@@ -135,10 +136,10 @@ func TestRefuseEndsARequestLikeAResponse(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ended)
 	_, _, err = tab.Respond(id, "A", "too late to change its mind")
-	require.ErrorIs(t, err, ErrDuplicateResponse)
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse)
 	f, ended = tab.Sent(id)
 	require.True(t, ended)
-	require.Equal(t, Refused, f.Reason)
+	require.Equal(t, receiver.Refused, f.Reason)
 	require.Nil(t, f.Response)
 	require.Zero(t, tab.Len())
 
@@ -149,7 +150,7 @@ func TestRefuseEndsARequestLikeAResponse(t *testing.T) {
 	_, ok := tab.Unsend(id)
 	require.True(t, ok)
 	_, _, err = tab.Refuse(id, "A")
-	require.ErrorIs(t, err, ErrUnknownRequest)
+	require.ErrorIs(t, err, receiver.ErrUnknownRequest)
 }
 
 func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
@@ -161,7 +162,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ended)
 	_, _, err = tab.Respond(id, "A", "twice")
-	require.ErrorIs(t, err, ErrDuplicateResponse)
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse)
 	f, ended := tab.Sent(id)
 	require.True(t, ended)
 	require.Equal(t, "early", f.Response)
@@ -178,20 +179,20 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	require.Nil(t, f.Receiver)
 	require.Equal(t, refs["A"], f.Peer, "the caller reopens the channel")
 	_, _, err = tab.Respond(id, "A", "for an unsent request")
-	require.ErrorIs(t, err, ErrUnknownRequest)
+	require.ErrorIs(t, err, receiver.ErrUnknownRequest)
 
 	// A timeout held back is applied by Sent.
 	id = tab.Add(nobody, refs["A"], 0, time.Second, Terms{})
 	tab.Expire(2 * time.Second)
 	f, ended = tab.Sent(id)
 	require.True(t, ended)
-	require.Equal(t, Timeout, f.Reason)
+	require.Equal(t, receiver.Timeout, f.Reason)
 	require.Zero(t, tab.Len())
 }
 
 func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	tab, refs := fixture(t, "A", "B")
-	var toA []RequestID
+	var toA []receiver.RequestID
 	for range 3 {
 		toA = append(toA, pending(tab, refs["A"]))
 	}
@@ -210,14 +211,14 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 			require.Zero(t, f.ID)
 			continue
 		}
-		require.Equal(t, Disconnected, f.Reason)
+		require.Equal(t, receiver.Disconnected, f.Reason)
 		require.Contains(t, toA, f.ID)
 	}
 	next, _ := tab.Next()
 	require.Equal(t, time.Hour, next, "the notification and the request still being sent gave up their deadlines")
 	f, ended := tab.Sent(sending)
 	require.True(t, ended)
-	require.Equal(t, Disconnected, f.Reason)
+	require.Equal(t, receiver.Disconnected, f.Reason)
 	require.Equal(t, Terms{Class: 2}, f.Terms)
 	require.Equal(t, peer.Ref{}, f.Peer, "its peer is gone: there is no channel to reopen")
 	require.Equal(t, 100, tab.Len())
@@ -246,7 +247,7 @@ func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
 	f, _, ok = tab.Expire(15)
 	require.True(t, ok)
 	require.Equal(t, id, f.ID)
-	require.Equal(t, Timeout, f.Reason)
+	require.Equal(t, receiver.Timeout, f.Reason)
 
 	// Stop: FailAll reports notifications too, so their channels reopen.
 	tab.Notify(refs["A"], 20, 5, Terms{})
@@ -258,7 +259,7 @@ func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
 		if f.Notification {
 			notifications++
 		} else {
-			require.Equal(t, Shutdown, f.Reason)
+			require.Equal(t, receiver.Shutdown, f.Reason)
 		}
 	}
 	require.Equal(t, 1, notifications)
@@ -268,7 +269,7 @@ func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
 
 func TestResponsesNamingANotificationSlotAreUnknown(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	var ids []RequestID
+	var ids []receiver.RequestID
 	for range 3 {
 		ids = append(ids, pending(tab, refs["A"]))
 	}
@@ -279,19 +280,19 @@ func TestResponsesNamingANotificationSlotAreUnknown(t *testing.T) {
 	tab.Notify(refs["A"], 0, time.Second, Terms{})
 	forged := ids[1] + 1<<32
 	_, _, err = tab.Respond(forged, "A", nil)
-	require.ErrorIs(t, err, ErrUnknownRequest)
+	require.ErrorIs(t, err, receiver.ErrUnknownRequest)
 	_, _, err = tab.Respond(ids[1], "A", nil)
-	require.ErrorIs(t, err, ErrDuplicateResponse, "the slot still remembers the request before")
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse, "the slot still remembers the request before")
 	tab.Expire(time.Second)
 	_, _, err = tab.Respond(forged, "A", nil)
-	require.ErrorIs(t, err, ErrUnknownRequest, "nor once the notification is done")
+	require.ErrorIs(t, err, receiver.ErrUnknownRequest, "nor once the notification is done")
 	_, _, err = tab.Respond(ids[1], "A", nil)
-	require.ErrorIs(t, err, ErrDuplicateResponse)
+	require.ErrorIs(t, err, receiver.ErrDuplicateResponse)
 }
 
 func TestWithdrawLeavesTheRequestOutstandingWithoutAReceiver(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	id := tab.Add(Funcs{Failure: func(RequestID, peer.ID, Reason) {}}, refs["A"], 0, time.Hour, Terms{})
+	id := tab.Add(receiver.Funcs{Failure: func(receiver.RequestID, peer.ID, receiver.Reason) {}}, refs["A"], 0, time.Hour, Terms{})
 	tab.Sent(id)
 	require.True(t, tab.Withdraw(id))
 	require.False(t, tab.Withdraw(id))
@@ -301,14 +302,6 @@ func TestWithdrawLeavesTheRequestOutstandingWithoutAReceiver(t *testing.T) {
 	require.True(t, ended)
 	require.Nil(t, f.Receiver)
 	require.False(t, tab.Withdraw(id))
-}
-
-func TestReasonNames(t *testing.T) {
-	require.Equal(t, "timeout", Timeout.String())
-	require.Equal(t, "disconnected", Disconnected.String())
-	require.Equal(t, "shutdown", Shutdown.String())
-	require.Equal(t, "refused", Refused.String())
-	require.Equal(t, "Reason(9)", Reason(9).String())
 }
 
 func TestNotifyingAGonePeerHoldsNothing(t *testing.T) {

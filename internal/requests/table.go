@@ -1,10 +1,14 @@
-package receiver
+// Package requests holds the scheduler's record of every message that keeps
+// a channel closed: the Table of requests (with their receivers, peers and
+// deadlines) and notifications, and the request IDs it issues.
+package requests
 
 import (
 	"time"
 
 	"github.com/peersched/peersched/internal/slab"
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
 )
 
 // Table remembers every message that keeps a channel closed: each request,
@@ -30,13 +34,13 @@ import (
 // safe for concurrent use (the scheduler guards it with its requests lock).
 type Table struct {
 	slab    slab.Slab[entry]
-	terms   []Terms           // by slot; nil until a message has terms, so that hosts without them pay nothing
-	owners  []owner           // per peer slot: the connected peer's identity and its messages
-	n       int               // requests outstanding
-	early   map[RequestID]any // responses held back while their request is sent, by handle
-	visited int               // entries FailPeer has looked at, ever
-	ids     *idSpace          // nil: a request's ID is its slot's handle
-	soft    []softState       // by slot; nil until a request has a soft deadline (see AddSoft)
+	terms   []Terms                    // by slot; nil until a message has terms, so that hosts without them pay nothing
+	owners  []owner                    // per peer slot: the connected peer's identity and its messages
+	n       int                        // requests outstanding
+	early   map[receiver.RequestID]any // responses held back while their request is sent, by handle
+	visited int                        // entries FailPeer has looked at, ever
+	ids     *idSpace                   // nil: a request's ID is its slot's handle
+	soft    []softState                // by slot; nil until a request has a soft deadline (see AddSoft)
 }
 
 // softState is the second deadline of a request sent with a soft one. Its
@@ -60,8 +64,8 @@ const (
 // Slow names a request whose soft deadline has passed, still live, and the
 // receiver to tell.
 type Slow struct {
-	ID       RequestID
-	Receiver SlowReceiver
+	ID       receiver.RequestID
+	Receiver receiver.SlowReceiver
 	PeerID   peer.ID
 	handle   slab.Handle // the request's slot and generation: see StillLive
 }
@@ -81,13 +85,13 @@ const (
 // linked under; an entry whose peer disconnected while it was being sent is
 // unlinked and names no peer.
 type entry struct {
-	receiver   Receiver // nil once withdrawn, and for notifications
-	peer       int32    // owner slot, while linked
-	prev, next int32    // in the owner's list; -1 ends it
+	receiver   receiver.Receiver // nil once withdrawn, and for notifications
+	peer       int32             // owner slot, while linked
+	prev, next int32             // in the owner's list; -1 ends it
 	state      state
 	linked     bool
-	held       Reason // outcome held back while sending; while free, how the request before the last ended
-	lastEnd    Reason // how the slot's last ended request ended (answered is heldResponse)
+	held       receiver.Reason // outcome held back while sending; while free, how the request before the last ended
+	lastEnd    receiver.Reason // how the slot's last ended request ended (answered is heldResponse)
 }
 
 // Terms are what the scheduler agreed to when it sent a message, kept with
@@ -102,11 +106,11 @@ type Terms struct {
 
 // heldResponse marks a response in entry.held and entry.lastEnd, beside the
 // failure reasons.
-const heldResponse Reason = 255
+const heldResponse receiver.Reason = 255
 
 // unsent marks, in entry.lastEnd, a request whose send failed (the peer
 // never saw it) or a notification: a response naming either is unknown.
-const unsent Reason = 254
+const unsent receiver.Reason = 254
 
 type owner struct {
 	id   peer.ID
@@ -116,15 +120,15 @@ type owner struct {
 
 // Finished describes a message that an event has ended.
 type Finished struct {
-	ID           RequestID // 0 for a notification
-	Receiver     Receiver  // nil if the request was withdrawn, or for a notification: call nothing
-	Peer         peer.Ref  // zero if the peer has disconnected since
-	PeerID       peer.ID   // "" if the peer has disconnected since
+	ID           receiver.RequestID // 0 for a notification
+	Receiver     receiver.Receiver  // nil if the request was withdrawn, or for a notification: call nothing
+	Peer         peer.Ref           // zero if the peer has disconnected since
+	PeerID       peer.ID            // "" if the peer has disconnected since
 	SentAt       time.Duration
-	Response     any    // the response, when answered
-	Reason       Reason // 0 when answered
-	Notification bool   // a notification, done being digested (or gone with its peer)
-	Terms        Terms  // as given to Add or Notify
+	Response     any             // the response, when answered
+	Reason       receiver.Reason // 0 when answered
+	Notification bool            // a notification, done being digested (or gone with its peer)
+	Terms        Terms           // as given to Add or Notify
 }
 
 // Answered reports whether the request ended with a response.
@@ -134,7 +138,7 @@ func (f *Finished) Answered() bool { return f.Reason == 0 && !f.Notification }
 // 64-bit handles (see IDRange), or from all 64 bits again for the zero
 // IDRange. r must be valid (see IDRange.Validate), and the caller must keep
 // the requests outstanding fewer than r.Size(). Call it before the first Add.
-func (t *Table) SetIDRange(r IDRange) {
+func (t *Table) SetIDRange(r receiver.IDRange) {
 	t.ids = nil
 	if !r.IsZero() {
 		t.ids = newIDSpace(r)
@@ -144,7 +148,7 @@ func (t *Table) SetIDRange(r IDRange) {
 // handle returns the slot handle of the request id names, or 0 if no slot
 // remembers it. Every method that takes an ID starts here; internally the
 // table deals in handles.
-func (t *Table) handle(id RequestID) slab.Handle {
+func (t *Table) handle(id receiver.RequestID) slab.Handle {
 	if t.ids == nil {
 		return slab.Handle(id)
 	}
@@ -165,7 +169,7 @@ func (t *Table) Register(ref peer.Ref, id peer.ID) {
 // Add records a new request to the peer ref, sent at now with a deadline
 // timeout later under terms, in the sending state, and returns its ID. The
 // peer must be registered.
-func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration, terms Terms) RequestID {
+func (t *Table) Add(r receiver.Receiver, ref peer.Ref, now, timeout time.Duration, terms Terms) receiver.RequestID {
 	h, e := t.slab.AllocArmed(now, timeout)
 	// Field by field, not *e = entry{...}: a whole-struct store of a type
 	// with pointers goes through typedmemmove. lastEnd is kept: while the
@@ -176,10 +180,10 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration, terms 
 	t.link(e, h.Slot(), ref)
 	t.n++
 	if t.ids == nil {
-		return RequestID(h)
+		return receiver.RequestID(h)
 	}
 	t.ids.forget(h.Slot())
-	return RequestID(t.ids.issue(h, func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
+	return receiver.RequestID(t.ids.issue(h, func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
 }
 
 // AddSoft is Add for a request with two deadlines: soft after now, at which
@@ -187,7 +191,7 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration, terms 
 // > 0), at which it fails with Timeout as Add's one deadline does. The
 // table keeps 24 bytes more per slot for them, in a slice beside, made when
 // the first such request comes.
-func (t *Table) AddSoft(r Receiver, ref peer.Ref, now, soft, hard time.Duration, terms Terms) RequestID {
+func (t *Table) AddSoft(r receiver.Receiver, ref peer.Ref, now, soft, hard time.Duration, terms Terms) receiver.RequestID {
 	id := t.Add(r, ref, now, soft, terms)
 	slot := int(t.handle(id).Slot())
 	for len(t.soft) <= slot {
@@ -224,7 +228,7 @@ func (t *Table) passSoft(h slab.Handle, next softPhase) bool {
 // deadline passed while it was being sent; the scheduler asks after Sent,
 // when the request goes on. ok is false otherwise, and for a withdrawn
 // request or a receiver that is no SlowReceiver.
-func (t *Table) SlowHeld(id RequestID) (s Slow, ok bool) {
+func (t *Table) SlowHeld(id receiver.RequestID) (s Slow, ok bool) {
 	if t.soft == nil {
 		return Slow{}, false
 	}
@@ -243,8 +247,8 @@ func (t *Table) SlowHeld(id RequestID) (s Slow, ok bool) {
 
 // slow returns the slow report of request id, in h's slot and recorded as
 // e, if its receiver wants one.
-func (t *Table) slow(h slab.Handle, id RequestID, e *entry) (Slow, bool) {
-	sr, ok := e.receiver.(SlowReceiver)
+func (t *Table) slow(h slab.Handle, id receiver.RequestID, e *entry) (Slow, bool) {
+	sr, ok := e.receiver.(receiver.SlowReceiver)
 	if !ok {
 		return Slow{}, false
 	}
@@ -286,7 +290,7 @@ func (t *Table) Next() (deadline time.Duration, ok bool) { return t.slab.Next() 
 
 // Sent records that the host accepted the request. If an event ended the
 // request while it was being sent, Sent finishes it now and returns it.
-func (t *Table) Sent(id RequestID) (f Finished, ended bool) {
+func (t *Table) Sent(id receiver.RequestID) (f Finished, ended bool) {
 	h := t.handle(id)
 	e := t.slab.Get(h)
 	if e == nil || e.state != stateSending {
@@ -300,21 +304,21 @@ func (t *Table) Sent(id RequestID) (f Finished, ended bool) {
 	var response any
 	if reason == heldResponse {
 		reason = 0
-		response = t.early[RequestID(h)]
-		delete(t.early, RequestID(h))
+		response = t.early[receiver.RequestID(h)]
+		delete(t.early, receiver.RequestID(h))
 	}
 	return t.finish(h, e, reason, response), true
 }
 
 // Unsend forgets a request whose send failed and returns it (with Receiver
 // nil: nothing is to be called). The caller reopens its channel.
-func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
+func (t *Table) Unsend(id receiver.RequestID) (f Finished, ok bool) {
 	h := t.handle(id)
 	e := t.slab.Get(h)
 	if e == nil || e.state != stateSending {
 		return Finished{}, false
 	}
-	delete(t.early, RequestID(h))
+	delete(t.early, receiver.RequestID(h))
 	e.receiver = nil
 	f = t.finish(h, e, 0, nil)
 	e.lastEnd = unsent // e still points at the slot's record
@@ -327,7 +331,7 @@ func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
 // is still being sent. Otherwise it returns the reason the response is
 // dropped, changing nothing: ErrUnknownRequest, ErrWrongPeer,
 // ErrDuplicateResponse or ErrLateResponse.
-func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
+func (t *Table) Respond(id receiver.RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
 	return t.answer(id, from, heldResponse, response)
 }
 
@@ -336,12 +340,12 @@ func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, e
 // same checks and errors, held back the same way while the request is being
 // sent, and once it is accepted a later response or refusal is a duplicate.
 // The finished request has Reason Refused.
-func (t *Table) Refuse(id RequestID, from peer.ID) (f Finished, ended bool, err error) {
-	return t.answer(id, from, Refused, nil)
+func (t *Table) Refuse(id receiver.RequestID, from peer.ID) (f Finished, ended bool, err error) {
+	return t.answer(id, from, receiver.Refused, nil)
 }
 
 // answer is Respond (how is heldResponse) and Refuse (how is Refused).
-func (t *Table) answer(id RequestID, from peer.ID, how Reason, response any) (f Finished, ended bool, err error) {
+func (t *Table) answer(id receiver.RequestID, from peer.ID, how receiver.Reason, response any) (f Finished, ended bool, err error) {
 	h := t.handle(id)
 	e := t.slab.Get(h)
 	if e == nil {
@@ -355,18 +359,18 @@ func (t *Table) answer(id RequestID, from peer.ID, how Reason, response any) (f 
 	// disconnected, and no longer be its owner).
 	switch {
 	case e.state == stateDigesting:
-		return Finished{}, false, ErrUnknownRequest // a notification's slot: no ID was ever given out
+		return Finished{}, false, receiver.ErrUnknownRequest // a notification's slot: no ID was ever given out
 	case e.held != 0:
 		return Finished{}, false, strayResponseError(e.held)
 	case t.peerID(e) != from:
-		return Finished{}, false, ErrWrongPeer
+		return Finished{}, false, receiver.ErrWrongPeer
 	case e.state == stateSending:
 		e.held = how
 		if how == heldResponse {
 			if t.early == nil {
-				t.early = make(map[RequestID]any)
+				t.early = make(map[receiver.RequestID]any)
 			}
-			t.early[RequestID(h)] = response
+			t.early[receiver.RequestID(h)] = response
 		}
 		return Finished{}, false, nil
 	}
@@ -379,12 +383,12 @@ func (t *Table) answer(id RequestID, from peer.ID, how Reason, response any) (f 
 // stray says why a response to id, which names no outstanding message, is
 // dropped: a slot remembers how its last two requests ended, and an ID
 // older than that is late.
-func (t *Table) stray(id RequestID) error {
+func (t *Table) stray(id receiver.RequestID) error {
 	e, gen, held := t.slab.Slot(slab.Handle(id))
 	idGen := uint32(id >> 32)
 	switch {
 	case e == nil || idGen == 0:
-		return ErrUnknownRequest
+		return receiver.ErrUnknownRequest
 	case gen == idGen && !held:
 		return strayResponseError(e.lastEnd) // its slot is free and remembers it
 	case gen == idGen+1 && !held:
@@ -395,9 +399,9 @@ func (t *Table) stray(id RequestID) error {
 		// Its slot has gone to newer messages since it ended (the next one
 		// takes the slot freed last, so that is at once): a response to it
 		// is late, not a response to an unknown request.
-		return ErrLateResponse
+		return receiver.ErrLateResponse
 	}
-	return ErrUnknownRequest
+	return receiver.ErrUnknownRequest
 }
 
 // strayInRange says why a response to id, an ID from the table's range that
@@ -405,16 +409,16 @@ func (t *Table) stray(id RequestID) error {
 // if a slot still remembers it (0 if not): the slot is free, and remembers
 // how that request ended. An ID no slot remembers is late if the cursor has
 // issued it (its slot has served another message since), unknown if not.
-func (t *Table) strayInRange(id RequestID, h slab.Handle) error {
+func (t *Table) strayInRange(id receiver.RequestID, h slab.Handle) error {
 	if h != 0 {
 		if e, _, _ := t.slab.Slot(h); e != nil {
 			return strayResponseError(e.lastEnd)
 		}
 	}
 	if t.ids.issued(id) {
-		return ErrLateResponse
+		return receiver.ErrLateResponse
 	}
-	return ErrUnknownRequest
+	return receiver.ErrUnknownRequest
 }
 
 // Expire ends the messages whose deadlines are at or before now, one per
@@ -438,7 +442,7 @@ func (t *Table) Expire(now time.Duration) (f Finished, slow Slow, ok bool) {
 					continue
 				}
 			} else if t.passSoft(h, softPassed) {
-				id := RequestID(h)
+				id := receiver.RequestID(h)
 				if t.ids != nil {
 					id = t.ids.id(h)
 				}
@@ -450,11 +454,11 @@ func (t *Table) Expire(now time.Duration) (f Finished, slow Slow, ok bool) {
 		}
 		if e.state == stateSending {
 			if e.held == 0 {
-				e.held = Timeout
+				e.held = receiver.Timeout
 			}
 			continue
 		}
-		return t.finish(h, e, Timeout, nil), Slow{}, true
+		return t.finish(h, e, receiver.Timeout, nil), Slow{}, true
 	}
 }
 
@@ -475,13 +479,13 @@ func (t *Table) FailPeer(ref peer.Ref, dst []Finished) []Finished {
 		case stateSending:
 			t.unlink(e)
 			if e.held == 0 {
-				e.held = Disconnected // a response that already came still wins
+				e.held = receiver.Disconnected // a response that already came still wins
 			}
 			t.slab.Disarm(h)
 		case stateDigesting:
 			dst = append(dst, t.finish(h, e, 0, nil))
 		default:
-			dst = append(dst, t.finish(h, e, Disconnected, nil))
+			dst = append(dst, t.finish(h, e, receiver.Disconnected, nil))
 		}
 		s = next
 	}
@@ -499,11 +503,11 @@ func (t *Table) FailAll(dst []Finished) []Finished {
 		switch e.state {
 		case stateSending:
 			if e.held == 0 {
-				e.held = Shutdown
+				e.held = receiver.Shutdown
 			}
 			t.slab.Disarm(h)
 		default:
-			dst = append(dst, t.finish(h, e, Shutdown, nil))
+			dst = append(dst, t.finish(h, e, receiver.Shutdown, nil))
 		}
 	}
 	return dst
@@ -513,7 +517,7 @@ func (t *Table) FailAll(dst []Finished) []Finished {
 // be called for it. The request stays outstanding, holding its channel, until
 // its response or deadline comes. ok is false if the request is no longer
 // outstanding or was already withdrawn.
-func (t *Table) Withdraw(id RequestID) bool {
+func (t *Table) Withdraw(id receiver.RequestID) bool {
 	e := t.slab.Get(t.handle(id))
 	if e == nil || e.state == stateDigesting || e.receiver == nil {
 		return false
@@ -531,7 +535,7 @@ func (t *Table) Visited() int { return t.visited }
 func (t *Table) Len() int { return t.n }
 
 // finish ends the message in h's slot, whose record is e, and frees the slot.
-func (t *Table) finish(h slab.Handle, e *entry, reason Reason, response any) Finished {
+func (t *Table) finish(h slab.Handle, e *entry, reason receiver.Reason, response any) Finished {
 	f := Finished{
 		Receiver: e.receiver,
 		Peer:     t.peerRef(e),
@@ -546,7 +550,7 @@ func (t *Table) finish(h slab.Handle, e *entry, reason Reason, response any) Fin
 	if e.state == stateDigesting {
 		f.Reason, f.Notification, end = 0, true, unsent
 	} else {
-		f.ID = RequestID(h)
+		f.ID = receiver.RequestID(h)
 		if t.ids != nil {
 			f.ID = t.ids.id(h)
 		}
@@ -636,12 +640,12 @@ func (t *Table) unlink(e *entry) {
 // strayResponseError says why a response to a request that ended as end is
 // dropped. A request the peer answered or refused has had its answer: a
 // second one is a duplicate.
-func strayResponseError(end Reason) error {
+func strayResponseError(end receiver.Reason) error {
 	switch end {
-	case heldResponse, Refused:
-		return ErrDuplicateResponse
+	case heldResponse, receiver.Refused:
+		return receiver.ErrDuplicateResponse
 	case unsent, 0:
-		return ErrUnknownRequest
+		return receiver.ErrUnknownRequest
 	}
-	return ErrLateResponse
+	return receiver.ErrLateResponse
 }

@@ -1,45 +1,11 @@
-package receiver
+package requests
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/peersched/peersched/internal/slab"
+	"github.com/peersched/peersched/receiver"
 )
 
-// IDRange is the half-open range [Lo, Hi) that request IDs are drawn from,
-// for hosts whose wire field for the ID is narrower than 64 bits, or that
-// reserve some values for other uses: rippled's TMGetObjectByHash carries
-// the ID in a uint32 seq and reserves low values, so IDRange{1 << 24, 1 << 32}
-// suits it. The zero IDRange means no range: IDs use all 64 bits.
-type IDRange struct {
-	Lo, Hi uint64
-}
-
-// ErrBadIDRange is returned for an IDRange that is not zero and does not
-// hold at least one ID, or that includes the ID zero.
-var ErrBadIDRange = errors.New("peersched: bad request ID range")
-
-// IsZero reports whether r is the zero IDRange: no range.
-func (r IDRange) IsZero() bool { return r == IDRange{} }
-
-// Size returns the number of IDs in r.
-func (r IDRange) Size() uint64 { return r.Hi - r.Lo }
-
-// Validate checks r: the zero IDRange is valid; any other must have
-// 1 <= Lo < Hi (the ID zero means "not a request"). It returns an error
-// wrapping ErrBadIDRange.
-func (r IDRange) Validate() error {
-	if r.IsZero() {
-		return nil
-	}
-	if r.Lo == 0 || r.Hi <= r.Lo {
-		return fmt.Errorf("%w: [%d, %d)", ErrBadIDRange, r.Lo, r.Hi)
-	}
-	return nil
-}
-
-// idSpace issues request IDs from an IDRange, for a Table whose slots'
+// idSpace issues request IDs from a receiver.IDRange, for a Table whose slots'
 // handles (64 bits: slot and generation) do not fit the host's wire.
 //
 // IDs are handed out in order, from a cursor that wraps from Hi-1 to Lo (one
@@ -61,7 +27,7 @@ func (r IDRange) Validate() error {
 // The cost beside 64-bit handles: a map entry per remembered ID and eight
 // bytes per slot, and a map lookup to find a response's request.
 type idSpace struct {
-	r      IDRange
+	r      receiver.IDRange
 	next   uint64 // the cursor: the next ID to try
 	lapped bool   // the cursor has wrapped: every ID in the range has been issued
 	// bySlot[s] is the ID of slot s's current or last request; 0 if none,
@@ -73,7 +39,7 @@ type idSpace struct {
 	handles map[uint64]slab.Handle
 }
 
-func newIDSpace(r IDRange) *idSpace {
+func newIDSpace(r receiver.IDRange) *idSpace {
 	return &idSpace{r: r, next: r.Lo, handles: make(map[uint64]slab.Handle)}
 }
 
@@ -133,19 +99,19 @@ func (s *idSpace) take(id uint64, h slab.Handle) {
 
 // handle returns the handle of the request id names, current or ended, and
 // whether a slot remembers it.
-func (s *idSpace) handle(id RequestID) (slab.Handle, bool) {
+func (s *idSpace) handle(id receiver.RequestID) (slab.Handle, bool) {
 	h, ok := s.handles[uint64(id)]
 	return h, ok
 }
 
 // id returns the ID of the request that holds (or last held) h's slot.
-func (s *idSpace) id(h slab.Handle) RequestID {
-	return RequestID(s.bySlot[h.Slot()])
+func (s *idSpace) id(h slab.Handle) receiver.RequestID {
+	return receiver.RequestID(s.bySlot[h.Slot()])
 }
 
 // issued reports whether id was ever issued: it is in the range, and the
 // cursor has passed it.
-func (s *idSpace) issued(id RequestID) bool {
+func (s *idSpace) issued(id receiver.RequestID) bool {
 	v := uint64(id)
 	if v < s.r.Lo || v >= s.r.Hi {
 		return false
