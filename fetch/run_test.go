@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/hedge"
-	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/simnet"
 )
@@ -168,7 +168,7 @@ func TestHedgingEndsTheTail(t *testing.T) {
 	const seed = 3
 	faulty := 0
 	for i := range peers {
-		if peer.TieKey(rankSeed(seed), simID(i)) > peer.TieKey(rankSeed(seed), simID(faulty)) {
+		if peerpool.TieKey(rankSeed(seed), simID(i)) > peerpool.TieKey(rankSeed(seed), simID(faulty)) {
 			faulty = i
 		}
 	}

@@ -1,6 +1,8 @@
 package offer
 
-import "github.com/peersched/peersched/peer"
+import (
+	"github.com/peersched/peersched/internal/peerpool"
+)
 
 // Book records the offer that is open and decides when each offered sender
 // leaves the queue.
@@ -76,7 +78,7 @@ type Decision struct {
 // and allowing size sends, and returns its generation. openings is the pool's
 // openings count at this moment, which the sender is passed over at if it
 // declines. The previous offer must have been closed.
-func (b *Book) Open(ticket Ticket, snd Sender, openings uint64, choices []peer.Choice, size int) uint64 {
+func (b *Book) Open(ticket Ticket, snd Sender, openings uint64, choices []peerpool.Choice, size int) uint64 {
 	b.generation++
 	b.live, b.expired = true, false
 	n := len(choices)

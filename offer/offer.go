@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
@@ -81,17 +82,17 @@ type Channel struct {
 	// RTT is the peer's smoothed response time; 0 until it has answered once.
 	RTT time.Duration
 
-	ref peer.Ref
+	ref peerpool.Ref
 }
 
 // ChannelOf turns one of the pool's choices into an offered channel.
-func ChannelOf(c peer.Choice) Channel {
+func ChannelOf(c peerpool.Choice) Channel {
 	return Channel{Peer: c.ID, Closed: c.Closed, Limit: c.Limit, RTT: c.RTT, ref: c.Ref}
 }
 
 // Ref names the connection the channel belongs to; the scheduler uses it to
 // tell a channel of a peer that has since reconnected from the new one.
-func (c Channel) Ref() peer.Ref { return c.ref }
+func (c Channel) Ref() peerpool.Ref { return c.ref }
 
 // Status describes an offer at one moment.
 type Status struct {
@@ -153,8 +154,9 @@ func (o Offer) Status() Status {
 // Channel returns the i-th listed channel, best first: peers with fewer
 // closed channels, then lower response time (within a factor of two, times
 // may count as equal), then, among equals, in turns from an order the
-// scheduler's rank seed picks (see peer.Pool). ok is false if i is out of
-// range or the offer has expired.
+// scheduler's rank seed picks (see Ranking in the scheduler's package
+// documentation). ok is false if i is out of range or the offer has
+// expired.
 func (o Offer) Channel(i int) (c Channel, ok bool) {
 	if o.carrier == nil {
 		return Channel{}, false

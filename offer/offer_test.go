@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -175,7 +176,7 @@ func TestQueuePassesOverFullClasses(t *testing.T) {
 
 func TestBookChecksEverySend(t *testing.T) {
 	var b Book
-	choices := []peer.Choice{{ID: "A"}, {ID: "B"}, {ID: "C"}}
+	choices := []peerpool.Choice{{ID: "A"}, {ID: "B"}, {ID: "C"}}
 	gen := b.Open(42, named("s"), 7, choices, 2)
 	ticket, live := b.Live()
 	require.True(t, live)
@@ -257,7 +258,7 @@ func TestBookDecidesEachExit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var b Book
-			gen := b.Open(9, named("s"), 3, []peer.Choice{{ID: "A"}, {ID: "B"}}, 2)
+			gen := b.Open(9, named("s"), 3, []peerpool.Choice{{ID: "A"}, {ID: "B"}}, 2)
 			for k, st := range c.steps {
 				var d Decision
 				switch st.op {
@@ -294,7 +295,7 @@ func TestBookDiscardsAStoppedSenderUnlessItSends(t *testing.T) {
 	for _, sends := range []bool{false, true} {
 		var b Book
 		snd := named("s")
-		gen := b.Open(9, snd, 3, []peer.Choice{{ID: "A"}}, 1)
+		gen := b.Open(9, snd, 3, []peerpool.Choice{{ID: "A"}}, 1)
 		_, err := b.Claim(gen, 0)
 		require.NoError(t, err)
 		require.Equal(t, Held, b.Close(gen).Exit)

@@ -1,16 +1,23 @@
-// Package peer holds what the scheduler knows about connected peers: their
-// identity, the small interface a host implements for each connection, and
-// the accounting of each peer's channels (see Pool).
+// Package peer holds what a host tells the scheduler about its peers and
+// what it learns back: their identity, the small interface a host
+// implements for each connection, the Options that decide a peer's limit,
+// and the Usage of each peer's channels.
 //
 // A channel is the unit of capacity for messaging one peer: it is open when
 // it may carry one message and closed while that message is being read and
 // answered. A peer has a limit on its messages in flight, fixed or adaptive
 // (a limit.Limiter), and open+closed = its channel count at every moment:
 // its limit, or more while messages sent before its limit fell are still in
-// flight (see Pool).
+// flight. A lower limit never takes a closed channel away: the message on
+// it runs to its end, and the channel then retires instead of reopening,
+// until the peer is back within its limit.
 package peer
 
-import "errors"
+import (
+	"errors"
+	"math"
+	"time"
+)
 
 // ID names a peer. Two connections that report the same ID are the same peer
 // as far as the scheduler is concerned, so at most one may be connected at a
@@ -33,6 +40,22 @@ type Peer interface {
 	// the error to the sender, keeps the channel open, and never calls the
 	// request's receiver.
 	Send(requestID uint64, message any) error
+}
+
+// MaxChannelsPerPeer is the most channels one peer may have. Counts are kept
+// in 32 bits to keep the per-peer record small.
+const MaxChannelsPerPeer = math.MaxInt32
+
+// Usage describes one connected peer's channels.
+type Usage struct {
+	ID ID
+	// Channels is Open + Closed: the peer's Limit, or more while messages
+	// sent before its limit fell are still in flight.
+	Channels int
+	Open     int
+	Closed   int // messages in flight
+	Limit    int // the peer's current limit
+	RTT      time.Duration
 }
 
 // Errors returned for bad input about peers. They can be matched with

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"runtime/debug"
 
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
@@ -62,7 +63,7 @@ type callback struct {
 	id       receiver.RequestID
 	from     peer.ID
 	receiver receiver.Receiver
-	response any // for callReport, the *peer.LimiterPanic; for callSlow, the requests.Slow
+	response any // for callReport, the *peerpool.LimiterPanic; for callSlow, the requests.Slow
 	sender   offer.Sender
 }
 
@@ -254,7 +255,7 @@ func (s *Scheduler) invoke(c *callback) {
 			c.receiver.(receiver.SlowReceiver).OnSlow(c.id, c.from)
 		}
 	case callReport:
-		p := c.response.(*peer.LimiterPanic)
+		p := c.response.(*peerpool.LimiterPanic)
 		s.log.Error("peersched: recovered a panic in user code", "in", c.kind.String(), "panic", p.Value, "stack", string(p.Stack))
 	}
 	returned = true

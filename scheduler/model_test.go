@@ -28,10 +28,10 @@ package scheduler
 //     channel opening. Its size is 1 if others wait, else every channel it
 //     lists; it lists at most N open channels (MaxOfferChannels, 64 by
 //     default), best first: fewer closed (a peer's k-th channel counts k
-//     more closed), then lower RTT as peer.CompareRTTs ranks them under
+//     more closed), then lower RTT as peerpool.CompareRTTs ranks them under
 //     the rank seed (RTTs within a factor of two may count as equal), then
 //     the peer not sent to for longer (those never sent to since they
-//     connected first, in peer.TieKey order under the rank seed), then
+//     connected first, in peerpool.TieKey order under the rank seed), then
 //     lower ID.
 //   - Request IDs are gen<<32 | slot+1; a new request takes the slot freed
 //     last. A notification takes a slot too, until it is digested or its
@@ -87,6 +87,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
@@ -141,7 +142,7 @@ type mPeer struct {
 	limit, closed int
 	limiter       limit.Limiter // nil for a fixed limit
 	rtt           time.Duration
-	tieKey        uint64 // peer.TieKey under the rank seed
+	tieKey        uint64 // peerpool.TieKey under the rank seed
 	lastSend      uint64 // when it was last sent to, in sends since New; 0 for never
 	gone          bool
 	requests      []*mReq // outstanding, and notifications being digested, oldest first
@@ -549,7 +550,7 @@ func (m *model) best() []mChannel {
 		}
 	}
 	slices.SortFunc(all, func(a, b cand) int {
-		return cmp.Or(cmp.Compare(a.p.closed+a.k, b.p.closed+b.k), peer.CompareRTTs(m.rankSeed, a.p.rtt, b.p.rtt),
+		return cmp.Or(cmp.Compare(a.p.closed+a.k, b.p.closed+b.k), peerpool.CompareRTTs(m.rankSeed, a.p.rtt, b.p.rtt),
 			cmp.Compare(a.p.lastSend, b.p.lastSend), cmp.Compare(a.p.tieKey, b.p.tieKey),
 			cmp.Compare(a.p.id, b.p.id), cmp.Compare(a.k, b.k))
 	})
@@ -558,7 +559,7 @@ func (m *model) best() []mChannel {
 	}
 	out := make([]mChannel, len(all))
 	for i, c := range all {
-		out[i] = mChannel{c.p, offer.ChannelOf(peer.Choice{ID: c.p.id, Closed: c.p.closed, Limit: c.p.limit, RTT: c.p.rtt})}
+		out[i] = mChannel{c.p, offer.ChannelOf(peerpool.Choice{ID: c.p.id, Closed: c.p.closed, Limit: c.p.limit, RTT: c.p.rtt})}
 	}
 	return out
 }
@@ -584,7 +585,7 @@ func (m *model) Connect(p peer.Peer, channels int) error {
 	case m.peers[id] != nil:
 		return ErrAlreadyConnected
 	}
-	m.peers[id] = &mPeer{p: p, id: id, limit: channels, tieKey: peer.TieKey(m.rankSeed, id)}
+	m.peers[id] = &mPeer{p: p, id: id, limit: channels, tieKey: peerpool.TieKey(m.rankSeed, id)}
 	m.openings++
 	m.want()
 	return nil
@@ -608,7 +609,7 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	case m.peers[id] != nil:
 		return ErrAlreadyConnected
 	}
-	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peer.TieKey(m.rankSeed, id)}
+	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peerpool.TieKey(m.rankSeed, id)}
 	m.openings++
 	m.want()
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
 )
@@ -61,7 +62,7 @@ func TestEqualChannelsAreOfferedInTheOrderTheSeedPicks(t *testing.T) {
 	for seed := uint64(1); seed <= 64; seed++ {
 		got := offeredOrder(t, seed)
 		want := slices.Clone(equalPeers)
-		slices.SortFunc(want, func(a, b peer.ID) int { return cmp.Compare(peer.TieKey(seed, a), peer.TieKey(seed, b)) })
+		slices.SortFunc(want, func(a, b peer.ID) int { return cmp.Compare(peerpool.TieKey(seed, a), peerpool.TieKey(seed, b)) })
 		require.Equal(t, want, got, "seed %d: by tie key", seed)
 		require.Equal(t, got, offeredOrder(t, seed), "seed %d replays", seed)
 		first[got[0]]++

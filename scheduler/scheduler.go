@@ -62,10 +62,12 @@
 //
 // An offer lists at most Config.MaxOfferChannels channels (64 by default),
 // best first: the least loaded peers first, then the fastest, where smoothed
-// response times within a factor of two may count as equal
-// (peer.CompareRTTs). Equal peers take turns: first those not yet sent to,
-// in an order drawn from Config.RankSeed (peer.TieKey), then the one sent to
-// least recently. Schedulers with different seeds, seeing the same peers
+// response times within a factor of two may count as equal (they do when
+// they fall in one octave of a grid that Config.RankSeed shifts: two times
+// a ratio ρ < 2 apart count as different under a share log2 ρ of the seeds,
+// and a ratio of 2 or more always does). Equal peers take turns: first
+// those not yet sent to, in an order drawn from Config.RankSeed (a hash of
+// the peer's ID and the seed), then the one sent to least recently. Schedulers with different seeds, seeing the same peers
 // alike, therefore start on different peers; left at 0, the seed is drawn
 // at random by New, so that nodes differ by default.
 //
@@ -90,6 +92,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/internal/lockorder"
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
@@ -147,9 +150,9 @@ type Config struct {
 	PassOverLimit int
 	// RankSeed seeds the order in which offers list channels that are
 	// equally good (equally loaded, response times in one class; see
-	// peer.Pool): equal peers take turns, starting from a permutation the
-	// seed picks (peer.TieKey), and which response times count as equal
-	// depends on the seed too (peer.CompareRTTs), so that many nodes with
+	// Ranking in the package documentation): equal peers take turns,
+	// starting from a permutation the seed picks, and which response times
+	// count as equal depends on the seed too, so that many nodes with
 	// the same view of the same peers do not all send their first requests
 	// to the same one, nor all avoid the same one.
 	// 0 means a seed drawn at random by New (see RankSeed), so that nodes
@@ -215,7 +218,7 @@ type Scheduler struct {
 
 	offersMu lockorder.Mutex
 	// The following fields are guarded by offersMu.
-	pool       peer.Pool
+	pool       peerpool.Pool
 	queue      offer.Queue
 	book       offer.Book
 	bucket     *limit.Bucket  // the budget's rate; nil without one
@@ -227,7 +230,7 @@ type Scheduler struct {
 	// bookingErrors counts bookings and releases that classes refused: a
 	// broken invariant, which the tests check never happens.
 	bookingErrors uint64
-	choices       []peer.Choice // scratch for building offers
+	choices       []peerpool.Choice // scratch for building offers
 	notified      uint64
 	sendErrors    uint64
 	stopped       bool // also guarded by requestsMu: set while holding both
@@ -372,7 +375,7 @@ func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 	if p == nil {
 		return ErrNilPeer
 	}
-	return s.connect(p, func(id peer.ID) (peer.Ref, error) { return s.pool.Connect(p, id, channels) })
+	return s.connect(p, func(id peer.ID) (peerpool.Ref, error) { return s.pool.Connect(p, id, channels) })
 }
 
 // ConnectWith adds a peer whose limit (how many messages it may have in
@@ -402,12 +405,12 @@ func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 		return err
 	}
 	start := l.Limit() // host code, perhaps: ask before taking any lock
-	return s.connect(p, func(id peer.ID) (peer.Ref, error) { return s.pool.ConnectLimited(p, id, l, start) })
+	return s.connect(p, func(id peer.ID) (peerpool.Ref, error) { return s.pool.ConnectLimited(p, id, l, start) })
 }
 
 // connect adds p to the pool with add, which is called with p's ID under the
 // offers lock, and offers its channels.
-func (s *Scheduler) connect(p peer.Peer, add func(peer.ID) (peer.Ref, error)) error {
+func (s *Scheduler) connect(p peer.Peer, add func(peer.ID) (peerpool.Ref, error)) error {
 	id := p.ID() // host code: ask before taking any lock
 	s.offersMu.Lock()
 	if s.stopped {
@@ -656,7 +659,7 @@ func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, re
 // whether offers may follow: if its channel reopened, or, under an in-flight
 // budget or with classes (whose room the message frees), in any case.
 // Caller holds offersMu.
-func (s *Scheduler) endLocked(ref peer.Ref) bool {
+func (s *Scheduler) endLocked(ref peerpool.Ref) bool {
 	return s.pool.Reopen(ref) || s.gated
 }
 

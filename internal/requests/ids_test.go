@@ -6,11 +6,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
 
-func rangedFixture(t *testing.T, r receiver.IDRange, ids ...peer.ID) (*Table, map[peer.ID]peer.Ref) {
+func rangedFixture(t *testing.T, r receiver.IDRange, ids ...peer.ID) (*Table, map[peer.ID]peerpool.Ref) {
 	t.Helper()
 	require.NoError(t, r.Validate())
 	tab, refs := fixture(t, ids...)

@@ -6,6 +6,7 @@ package requests
 import (
 	"time"
 
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/internal/slab"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -114,7 +115,7 @@ const unsent receiver.Reason = 254
 
 type owner struct {
 	id   peer.ID
-	ref  peer.Ref // zero while no peer is registered in the slot
+	ref  peerpool.Ref // zero while no peer is registered in the slot
 	head int32
 }
 
@@ -122,7 +123,7 @@ type owner struct {
 type Finished struct {
 	ID           receiver.RequestID // 0 for a notification
 	Receiver     receiver.Receiver  // nil if the request was withdrawn, or for a notification: call nothing
-	Peer         peer.Ref           // zero if the peer has disconnected since
+	Peer         peerpool.Ref       // zero if the peer has disconnected since
 	PeerID       peer.ID            // "" if the peer has disconnected since
 	SentAt       time.Duration
 	Response     any             // the response, when answered
@@ -158,7 +159,7 @@ func (t *Table) handle(id receiver.RequestID) slab.Handle {
 
 // Register records that the peer ref, named id, is connected, so responses
 // from it can be checked against the requests sent to it.
-func (t *Table) Register(ref peer.Ref, id peer.ID) {
+func (t *Table) Register(ref peerpool.Ref, id peer.ID) {
 	slot := ref.Slot()
 	for len(t.owners) <= slot {
 		t.owners = append(t.owners, owner{head: -1})
@@ -169,7 +170,7 @@ func (t *Table) Register(ref peer.Ref, id peer.ID) {
 // Add records a new request to the peer ref, sent at now with a deadline
 // timeout later under terms, in the sending state, and returns its ID. The
 // peer must be registered.
-func (t *Table) Add(r receiver.Receiver, ref peer.Ref, now, timeout time.Duration, terms Terms) receiver.RequestID {
+func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Duration, terms Terms) receiver.RequestID {
 	h, e := t.slab.AllocArmed(now, timeout)
 	// Field by field, not *e = entry{...}: a whole-struct store of a type
 	// with pointers goes through typedmemmove. lastEnd is kept: while the
@@ -191,7 +192,7 @@ func (t *Table) Add(r receiver.Receiver, ref peer.Ref, now, timeout time.Duratio
 // > 0), at which it fails with Timeout as Add's one deadline does. The
 // table keeps 24 bytes more per slot for them, in a slice beside, made when
 // the first such request comes.
-func (t *Table) AddSoft(r receiver.Receiver, ref peer.Ref, now, soft, hard time.Duration, terms Terms) receiver.RequestID {
+func (t *Table) AddSoft(r receiver.Receiver, ref peerpool.Ref, now, soft, hard time.Duration, terms Terms) receiver.RequestID {
 	id := t.Add(r, ref, now, soft, terms)
 	slot := int(t.handle(id).Slot())
 	for len(t.soft) <= slot {
@@ -270,7 +271,7 @@ func (t *Table) StillLive(s Slow) bool {
 // If ref is not registered (the peer disconnected while the notification was
 // sent) there is no channel to hold: Notify records nothing and reports
 // false.
-func (t *Table) Notify(ref peer.Ref, now, digest time.Duration, terms Terms) bool {
+func (t *Table) Notify(ref peerpool.Ref, now, digest time.Duration, terms Terms) bool {
 	if !t.registered(ref) {
 		return false
 	}
@@ -466,7 +467,7 @@ func (t *Table) Expire(now time.Duration) (f Finished, slow Slow, ok bool) {
 // every notification it is digesting, appending them to dst (their channels
 // go with the peer), and forgets the peer. Requests still being sent are
 // held back as disconnected.
-func (t *Table) FailPeer(ref peer.Ref, dst []Finished) []Finished {
+func (t *Table) FailPeer(ref peerpool.Ref, dst []Finished) []Finished {
 	if !t.registered(ref) {
 		return dst
 	}
@@ -590,9 +591,9 @@ func (t *Table) setTerms(slot int32, terms Terms) {
 }
 
 // registered reports whether ref names the peer registered in its slot.
-func (t *Table) registered(ref peer.Ref) bool {
+func (t *Table) registered(ref peerpool.Ref) bool {
 	slot := ref.Slot()
-	return ref != (peer.Ref{}) && slot < len(t.owners) && t.owners[slot].ref == ref
+	return ref != (peerpool.Ref{}) && slot < len(t.owners) && t.owners[slot].ref == ref
 }
 
 func (t *Table) peerID(e *entry) peer.ID {
@@ -602,15 +603,15 @@ func (t *Table) peerID(e *entry) peer.ID {
 	return t.owners[e.peer].id
 }
 
-func (t *Table) peerRef(e *entry) peer.Ref {
+func (t *Table) peerRef(e *entry) peerpool.Ref {
 	if !e.linked {
-		return peer.Ref{}
+		return peerpool.Ref{}
 	}
 	return t.owners[e.peer].ref
 }
 
 // link puts e, the record in slot, at the head of the list of ref's peer.
-func (t *Table) link(e *entry, slot int32, ref peer.Ref) {
+func (t *Table) link(e *entry, slot int32, ref peerpool.Ref) {
 	e.peer = int32(ref.Slot())
 	o := &t.owners[e.peer]
 	e.prev, e.next = -1, o.head

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/receiver"
 )
 
@@ -41,8 +41,8 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 }
 
 // benchFixture is a table with IDs from r and one registered peer, "A".
-func benchFixture(b *testing.B, r receiver.IDRange) (*Table, peer.Ref) {
-	var pool peer.Pool
+func benchFixture(b *testing.B, r receiver.IDRange) (*Table, peerpool.Ref) {
+	var pool peerpool.Pool
 	var tab Table
 	tab.SetIDRange(r)
 	ref, err := pool.Connect(nopPeer("A"), "A", 1)

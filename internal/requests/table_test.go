@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
@@ -20,10 +21,10 @@ func (p nopPeer) ID() peer.ID          { return peer.ID(p) }
 func (nopPeer) Send(uint64, any) error { return nil }
 
 // fixture connects peers in a pool (for real Refs) and registers them.
-func fixture(t *testing.T, ids ...peer.ID) (*Table, map[peer.ID]peer.Ref) {
-	var pool peer.Pool
+func fixture(t *testing.T, ids ...peer.ID) (*Table, map[peer.ID]peerpool.Ref) {
+	var pool peerpool.Pool
 	var tab Table
-	refs := map[peer.ID]peer.Ref{}
+	refs := map[peer.ID]peerpool.Ref{}
 	for _, id := range ids {
 		ref, err := pool.Connect(nopPeer(id), id, 1)
 		require.NoError(t, err)
@@ -36,11 +37,11 @@ func fixture(t *testing.T, ids ...peer.ID) (*Table, map[peer.ID]peer.Ref) {
 var nobody = receiver.Funcs{}
 
 // pending adds a request with a long timeout and marks it sent.
-func pending(tab *Table, ref peer.Ref) receiver.RequestID {
+func pending(tab *Table, ref peerpool.Ref) receiver.RequestID {
 	return pendingFor(tab, ref, time.Hour)
 }
 
-func pendingFor(tab *Table, ref peer.Ref, timeout time.Duration) receiver.RequestID {
+func pendingFor(tab *Table, ref peerpool.Ref, timeout time.Duration) receiver.RequestID {
 	id := tab.Add(nobody, ref, 0, timeout, Terms{})
 	tab.Sent(id)
 	return id
@@ -220,7 +221,7 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	require.True(t, ended)
 	require.Equal(t, receiver.Disconnected, f.Reason)
 	require.Equal(t, Terms{Class: 2}, f.Terms)
-	require.Equal(t, peer.Ref{}, f.Peer, "its peer is gone: there is no channel to reopen")
+	require.Equal(t, peerpool.Ref{}, f.Peer, "its peer is gone: there is no channel to reopen")
 	require.Equal(t, 100, tab.Len())
 
 	done = tab.FailPeer(refs["A"], nil)
@@ -305,7 +306,7 @@ func TestWithdrawLeavesTheRequestOutstandingWithoutAReceiver(t *testing.T) {
 }
 
 func TestNotifyingAGonePeerHoldsNothing(t *testing.T) {
-	var pool peer.Pool
+	var pool peerpool.Pool
 	var tab Table
 	old, err := pool.Connect(nopPeer("A"), "A", 1)
 	require.NoError(t, err)
@@ -320,7 +321,7 @@ func TestNotifyingAGonePeerHoldsNothing(t *testing.T) {
 	require.Equal(t, old.Slot(), successor.Slot())
 	tab.Register(successor, "B")
 	require.False(t, tab.Notify(old, 0, time.Second, Terms{}))
-	require.False(t, tab.Notify(peer.Ref{}, 0, time.Second, Terms{}))
+	require.False(t, tab.Notify(peerpool.Ref{}, 0, time.Second, Terms{}))
 	_, ok := tab.Next()
 	require.False(t, ok, "nothing was recorded")
 	_, _, ok = tab.Expire(time.Hour)

@@ -1,4 +1,4 @@
-package peer
+package peerpool
 
 // This file keeps Pool.order, a binary min-heap of the slots of peers that
 // have at least one open channel, and picks the best channels from it.

@@ -1,9 +1,11 @@
-package peer
+package peerpool
 
 import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/peersched/peersched/peer"
 )
 
 // BenchmarkBest ranks the open channels of a pool whose peers are about
@@ -22,7 +24,7 @@ func BenchmarkBest(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			var pl Pool
 			for i := range tc.peers {
-				id := ID(fmt.Sprintf("p%05d", i))
+				id := peer.ID(fmt.Sprintf("p%05d", i))
 				ref, err := pl.Connect(fakePeer(id), id, tc.channels)
 				if err != nil {
 					b.Fatal(err)

@@ -1,4 +1,4 @@
-package peer
+package peerpool
 
 import (
 	"cmp"
@@ -12,37 +12,39 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/peersched/peersched/peer"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-type fakePeer ID
+type fakePeer peer.ID
 
-func (f fakePeer) ID() ID                 { return ID(f) }
+func (f fakePeer) ID() peer.ID            { return peer.ID(f) }
 func (f fakePeer) Send(uint64, any) error { return nil }
 
 func TestConnectRejectsBadInputAndChangesNothing(t *testing.T) {
 	var pl Pool
 	_, err := pl.Connect(nil, "x", 1)
-	require.ErrorIs(t, err, ErrNilPeer)
-	_, err = pl.Connect(fakePeer("a"), ID("a"), 0)
-	require.ErrorIs(t, err, ErrBadChannels)
-	_, err = pl.Connect(fakePeer("a"), ID("a"), -3)
-	require.ErrorIs(t, err, ErrBadChannels)
-	_, err = pl.Connect(fakePeer("a"), ID("a"), 2)
+	require.ErrorIs(t, err, peer.ErrNilPeer)
+	_, err = pl.Connect(fakePeer("a"), peer.ID("a"), 0)
+	require.ErrorIs(t, err, peer.ErrBadChannels)
+	_, err = pl.Connect(fakePeer("a"), peer.ID("a"), -3)
+	require.ErrorIs(t, err, peer.ErrBadChannels)
+	_, err = pl.Connect(fakePeer("a"), peer.ID("a"), 2)
 	require.NoError(t, err)
-	_, err = pl.Connect(fakePeer("a"), ID("a"), 5)
-	require.ErrorIs(t, err, ErrAlreadyConnected)
+	_, err = pl.Connect(fakePeer("a"), peer.ID("a"), 5)
+	require.ErrorIs(t, err, peer.ErrAlreadyConnected)
 	require.Equal(t, 1, pl.Len())
 	require.Equal(t, 2, pl.Open())
 	_, err = pl.Disconnect("nobody")
-	require.ErrorIs(t, err, ErrUnknownPeer)
+	require.ErrorIs(t, err, peer.ErrUnknownPeer)
 	require.Equal(t, 2, pl.Open())
 }
 
 func TestReconnectedPeerIsNew(t *testing.T) {
 	var pl Pool
-	old, err := pl.Connect(fakePeer("a"), ID("a"), 2)
+	old, err := pl.Connect(fakePeer("a"), peer.ID("a"), 2)
 	require.NoError(t, err)
 	require.NotZero(t, pl.Close(old))
 	pl.ObserveRTT(old, 50*time.Millisecond)
@@ -51,7 +53,7 @@ func TestReconnectedPeerIsNew(t *testing.T) {
 	require.Zero(t, pl.Open())
 	require.Zero(t, pl.ClosedChannels())
 
-	fresh, err := pl.Connect(fakePeer("a"), ID("a"), 3)
+	fresh, err := pl.Connect(fakePeer("a"), peer.ID("a"), 3)
 	require.NoError(t, err)
 	require.Equal(t, old.Slot(), fresh.Slot(), "the slot is reused")
 	require.NotEqual(t, old, fresh)
@@ -59,12 +61,12 @@ func TestReconnectedPeerIsNew(t *testing.T) {
 	require.Zero(t, pl.Close(old))
 	pl.ObserveRTT(old, time.Second)
 	u := pl.Usage(nil)
-	require.Equal(t, []Usage{{ID: "a", Channels: 3, Open: 3, Limit: 3}}, u, "nothing of the old peer leaks into the new one")
+	require.Equal(t, []peer.Usage{{ID: "a", Channels: 3, Open: 3, Limit: 3}}, u, "nothing of the old peer leaks into the new one")
 }
 
 func TestCloseAndReopenConserveChannels(t *testing.T) {
 	var pl Pool
-	ref, err := pl.Connect(fakePeer("a"), ID("a"), 2)
+	ref, err := pl.Connect(fakePeer("a"), peer.ID("a"), 2)
 	require.NoError(t, err)
 	require.NotZero(t, pl.Close(ref))
 	require.NotZero(t, pl.Close(ref))
@@ -82,9 +84,9 @@ func TestCloseAndReopenConserveChannels(t *testing.T) {
 func TestBestOrdersByLoadThenRTTClassThenTieKey(t *testing.T) {
 	var pl Pool
 	pl.SetRankSeed(2)
-	refs := map[ID]Ref{}
+	refs := map[peer.ID]Ref{}
 	for _, spec := range []struct {
-		id       ID
+		id       peer.ID
 		channels int
 		closed   int
 		rtt      time.Duration
@@ -96,7 +98,7 @@ func TestBestOrdersByLoadThenRTTClassThenTieKey(t *testing.T) {
 		{"new-b", 1, 0, 0},
 		{"new-a", 1, 0, 0},
 	} {
-		ref, err := pl.Connect(fakePeer(spec.id), ID(spec.id), spec.channels)
+		ref, err := pl.Connect(fakePeer(spec.id), peer.ID(spec.id), spec.channels)
 		require.NoError(t, err)
 		refs[spec.id] = ref
 		if spec.rtt > 0 {
@@ -112,19 +114,19 @@ func TestBestOrdersByLoadThenRTTClassThenTieKey(t *testing.T) {
 	// second.
 	require.Zero(t, CompareRTTs(2, 11*time.Millisecond, 12*time.Millisecond))
 	require.Equal(t, -1, CompareRTTs(2, 12*time.Millisecond, 90*time.Millisecond))
-	key := func(id ID) uint64 { return rankKey(pl.records[refs[id].slot].rank) }
+	key := func(id peer.ID) uint64 { return rankKey(pl.records[refs[id].slot].rank) }
 	require.Equal(t, sentKey(1), key("busy"))
 	require.Equal(t, TieKey(2, "fast"), key("fast"))
 	require.Greater(t, key("new-a"), key("new-b"))
 	require.Greater(t, key("fast"), key("fast-too"))
-	var got []ID
+	var got []peer.ID
 	for _, c := range pl.Best(nil, 0) {
 		got = append(got, c.ID)
 	}
 	// First channels of the idle peers (no samples first, then by RTT
 	// class, then by key), then their second channels ranked as if the
 	// first were closed, then the busy one.
-	want := []ID{"new-b", "new-a", "fast-too", "fast", "slow", "fast-too", "fast", "slow", "busy"}
+	want := []peer.ID{"new-b", "new-a", "fast-too", "fast", "slow", "fast-too", "fast", "slow", "busy"}
 	require.Equal(t, want, got)
 
 	got = got[:0]
@@ -224,7 +226,7 @@ func TestRTTToleranceDecidesTheOrder(t *testing.T) {
 			if tc.b > 0 {
 				pl.ObserveRTT(rb, tc.b)
 			}
-			var want ID
+			var want peer.ID
 			switch CompareRTTs(seed, tc.a, tc.b) {
 			case -1:
 				want = "a"
@@ -254,12 +256,12 @@ func TestEqualPeersTakeTurnsStartingWhereTheSeedSays(t *testing.T) {
 
 	// Eight equal peers: which one comes first depends on the seed, and
 	// over many seeds each comes first about as often.
-	first := map[ID]int{}
+	first := map[peer.ID]int{}
 	for seed := range uint64(800) {
 		var pl Pool
 		pl.SetRankSeed(seed)
 		for i := range 8 {
-			id := ID(fmt.Sprint("p", i))
+			id := peer.ID(fmt.Sprint("p", i))
 			_, err := pl.Connect(fakePeer(id), id, 1)
 			require.NoError(t, err)
 		}
@@ -275,15 +277,15 @@ func TestEqualPeersTakeTurnsStartingWhereTheSeedSays(t *testing.T) {
 	// again, each time to the one it sent to least recently.
 	var pl Pool
 	pl.SetRankSeed(3)
-	var want []ID
+	var want []peer.ID
 	for i := range 4 {
-		id := ID(fmt.Sprint("p", i))
+		id := peer.ID(fmt.Sprint("p", i))
 		_, err := pl.Connect(fakePeer(id), id, 1)
 		require.NoError(t, err)
 		want = append(want, id)
 	}
-	slices.SortFunc(want, func(a, b ID) int { return cmp.Compare(TieKey(3, a), TieKey(3, b)) })
-	var got []ID
+	slices.SortFunc(want, func(a, b peer.ID) int { return cmp.Compare(TieKey(3, a), TieKey(3, b)) })
+	var got []peer.ID
 	for range 12 {
 		c := pl.Best(nil, 1)[0]
 		got = append(got, c.ID)
@@ -297,7 +299,7 @@ func TestSetRankSeedRekeysConnectedPeers(t *testing.T) {
 	var a, b Pool
 	b.SetRankSeed(9)
 	for i := range 20 {
-		id := ID(fmt.Sprint("p", i))
+		id := peer.ID(fmt.Sprint("p", i))
 		ra, err := a.Connect(fakePeer(id), id, 2)
 		require.NoError(t, err)
 		rb, err := b.Connect(fakePeer(id), id, 2)
@@ -314,15 +316,15 @@ func TestSetRankSeedRekeysConnectedPeers(t *testing.T) {
 	require.Equal(t, bruteBest(&a), strings(ids(a.Best(nil, 0))))
 }
 
-func ids(cs []Choice) []ID {
-	var out []ID
+func ids(cs []Choice) []peer.ID {
+	var out []peer.ID
 	for _, c := range cs {
 		out = append(out, c.ID)
 	}
 	return out
 }
 
-func strings(ids []ID) []string {
+func strings(ids []peer.ID) []string {
 	var out []string
 	for _, id := range ids {
 		out = append(out, string(id))
@@ -336,7 +338,7 @@ func bruteBest(pl *Pool) []string {
 		load  int32
 		class int32
 		key   uint64
-		id    ID
+		id    peer.ID
 	}
 	var all []ch
 	for _, slot := range pl.slotOf {
@@ -368,10 +370,10 @@ func bruteBest(pl *Pool) []string {
 func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var pl Pool
-	refs := map[ID]Ref{}
-	limiters := map[ID]*setLimiter{}
+	refs := map[peer.ID]Ref{}
+	limiters := map[peer.ID]*setLimiter{}
 	for step := range 5000 {
-		id := ID(fmt.Sprintf("p%02d", rng.IntN(40)))
+		id := peer.ID(fmt.Sprintf("p%02d", rng.IntN(40)))
 		ref, connected := refs[id]
 		switch op := rng.IntN(10); {
 		case op == 0 && connected:
@@ -380,12 +382,12 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			delete(refs, id)
 			delete(limiters, id)
 		case !connected && op%2 == 0:
-			r, err := pl.Connect(fakePeer(id), ID(id), 1+rng.IntN(8))
+			r, err := pl.Connect(fakePeer(id), peer.ID(id), 1+rng.IntN(8))
 			require.NoError(t, err)
 			refs[id] = r
 		case !connected:
 			l := &setLimiter{limit: 1 + rng.IntN(8)}
-			r, err := pl.ConnectLimited(fakePeer(id), ID(id), l, l.limit)
+			r, err := pl.ConnectLimited(fakePeer(id), peer.ID(id), l, l.limit)
 			require.NoError(t, err)
 			refs[id], limiters[id] = r, l
 		case op < 5:
@@ -415,7 +417,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			k := 1 + rng.IntN(len(want))
 			prefix := pl.Best([]Choice{{ID: "kept"}}, k)
 			require.Len(t, prefix, 1+k, "step %d", step)
-			require.Equal(t, ID("kept"), prefix[0].ID)
+			require.Equal(t, peer.ID("kept"), prefix[0].ID)
 			for i, c := range prefix[1:] {
 				require.Equal(t, want[i], fmt.Sprint(c.ID), "step %d: Best(%d)[%d]", step, k, i)
 			}
@@ -435,7 +437,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 func TestBestDoesNotAllocateOnceWarm(t *testing.T) {
 	var pl Pool
 	for i := range 100 {
-		_, err := pl.Connect(fakePeer(ID(fmt.Sprint(i))), ID(fmt.Sprint(i)), 4)
+		_, err := pl.Connect(fakePeer(peer.ID(fmt.Sprint(i))), peer.ID(fmt.Sprint(i)), 4)
 		require.NoError(t, err)
 	}
 	dst := make([]Choice, 0, 64)

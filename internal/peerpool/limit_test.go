@@ -1,13 +1,13 @@
-package peer
+package peerpool
 
 import (
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/limit"
+	"github.com/peersched/peersched/peer"
 )
 
 // setLimiter is a Limiter whose limit is whatever the test sets next: each
@@ -30,7 +30,7 @@ func (l *setLimiter) Observe(s limit.Sample) {
 
 func answered(rtt time.Duration) limit.Sample { return limit.Sample{Outcome: limit.Answered, RTT: rtt} }
 
-func usageOf(t *testing.T, pl *Pool, id ID) Usage {
+func usageOf(t *testing.T, pl *Pool, id peer.ID) peer.Usage {
 	t.Helper()
 	for _, u := range pl.Usage(nil) {
 		if u.ID == id {
@@ -38,7 +38,7 @@ func usageOf(t *testing.T, pl *Pool, id ID) Usage {
 		}
 	}
 	t.Fatalf("%s not connected", id)
-	return Usage{}
+	return peer.Usage{}
 }
 
 func TestLowerLimitRetiresChannelsAsTheirMessagesEnd(t *testing.T) {
@@ -51,12 +51,12 @@ func TestLowerLimitRetiresChannelsAsTheirMessagesEnd(t *testing.T) {
 	}
 	l.next = 2
 	require.Nil(t, pl.Observe(ref, answered(time.Millisecond)))
-	require.Equal(t, Usage{ID: "a", Channels: 4, Closed: 4, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"),
+	require.Equal(t, peer.Usage{ID: "a", Channels: 4, Closed: 4, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"),
 		"nothing in flight is taken away")
 	opened := pl.Openings()
 	require.False(t, pl.Reopen(ref), "above the limit: the channel retires")
 	require.False(t, pl.Reopen(ref))
-	require.Equal(t, Usage{ID: "a", Channels: 2, Closed: 2, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
+	require.Equal(t, peer.Usage{ID: "a", Channels: 2, Closed: 2, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
 	require.True(t, pl.Reopen(ref), "within the limit: it opens")
 	require.Equal(t, opened+1, pl.Openings())
 	require.Equal(t, 1, pl.Open())
@@ -66,7 +66,7 @@ func TestLowerLimitRetiresChannelsAsTheirMessagesEnd(t *testing.T) {
 	// one goes at once.
 	l.next = 1
 	require.Nil(t, pl.Observe(ref, answered(time.Millisecond)))
-	require.Equal(t, Usage{ID: "a", Channels: 1, Closed: 1, Limit: 1, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
+	require.Equal(t, peer.Usage{ID: "a", Channels: 1, Closed: 1, Limit: 1, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
 	require.Zero(t, pl.Open())
 	require.Empty(t, pl.Best(nil, 0), "a peer at its limit offers nothing")
 	require.Zero(t, pl.Close(ref))
@@ -82,7 +82,7 @@ func TestHigherLimitOpensChannelsAtOnce(t *testing.T) {
 	l.next = 3
 	require.Nil(t, pl.Observe(ref, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 1}))
 	require.Equal(t, opened+1, pl.Openings(), "new channels count as one opening")
-	require.Equal(t, Usage{ID: "a", Channels: 3, Open: 2, Closed: 1, Limit: 3, RTT: time.Second}, usageOf(t, &pl, "a"))
+	require.Equal(t, peer.Usage{ID: "a", Channels: 3, Open: 2, Closed: 1, Limit: 3, RTT: time.Second}, usageOf(t, &pl, "a"))
 	require.Len(t, pl.Best(nil, 0), 2)
 	require.Equal(t, 3, pl.Best(nil, 1)[0].Limit, "a choice carries its peer's limit")
 	require.Equal(t, []limit.Sample{{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 1}}, l.samples)
@@ -94,7 +94,7 @@ func TestHigherLimitOpensChannelsAtOnce(t *testing.T) {
 	fixed, err := pl.Connect(fakePeer("b"), "b", 2)
 	require.NoError(t, err)
 	require.Nil(t, pl.Observe(fixed, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second}))
-	require.Equal(t, Usage{ID: "b", Channels: 2, Open: 2, Limit: 2, RTT: time.Second}, usageOf(t, &pl, "b"))
+	require.Equal(t, peer.Usage{ID: "b", Channels: 2, Open: 2, Limit: 2, RTT: time.Second}, usageOf(t, &pl, "b"))
 }
 
 // TestAFailureMovesTheLimitButNotTheResponseTime: a refusal (limit.Failed)
@@ -115,7 +115,7 @@ func TestAFailureMovesTheLimitButNotTheResponseTime(t *testing.T) {
 	refusal := limit.Sample{Outcome: limit.Failed, RTT: time.Millisecond}
 	require.Nil(t, pl.Observe(slow, refusal))
 	require.Equal(t, []limit.Sample{{Outcome: limit.Failed, RTT: time.Millisecond, InFlight: 1}}, l.samples[1:])
-	require.Equal(t, Usage{ID: "a", Channels: 1, Closed: 1, Limit: 1, RTT: 50 * time.Millisecond}, usageOf(t, &pl, "a"))
+	require.Equal(t, peer.Usage{ID: "a", Channels: 1, Closed: 1, Limit: 1, RTT: 50 * time.Millisecond}, usageOf(t, &pl, "a"))
 	pl.Reopen(slow)
 	for range 20 {
 		require.Nil(t, pl.Observe(slow, refusal))
@@ -124,7 +124,7 @@ func TestAFailureMovesTheLimitButNotTheResponseTime(t *testing.T) {
 	require.Equal(t, 50*time.Millisecond, usageOf(t, &pl, "a").RTT)
 	require.Equal(t, 20*time.Millisecond, usageOf(t, &pl, "b").RTT, "a fixed peer's response time ignores refusals too")
 	best := pl.Best(nil, 0)
-	require.Equal(t, ID("b"), best[0].ID, "the peer that answers in 20ms still ranks first")
+	require.Equal(t, peer.ID("b"), best[0].ID, "the peer that answers in 20ms still ranks first")
 }
 
 func TestLimiterPanicKeepsTheLimit(t *testing.T) {
@@ -135,7 +135,7 @@ func TestLimiterPanicKeepsTheLimit(t *testing.T) {
 	p := pl.Observe(ref, answered(time.Millisecond))
 	require.NotNil(t, p)
 	require.Equal(t, "limiter exploded", p.Value)
-	require.Contains(t, string(p.Stack), "peer.(*setLimiter).Observe")
+	require.Contains(t, string(p.Stack), "peerpool.(*setLimiter).Observe")
 	require.Equal(t, 2, usageOf(t, &pl, "a").Limit)
 	require.Equal(t, 2, pl.Open())
 }
@@ -143,34 +143,14 @@ func TestLimiterPanicKeepsTheLimit(t *testing.T) {
 func TestConnectLimitedRejectsBadInput(t *testing.T) {
 	var pl Pool
 	_, err := pl.ConnectLimited(fakePeer("a"), "a", nil, 1)
-	require.ErrorIs(t, err, ErrNilLimiter)
+	require.ErrorIs(t, err, peer.ErrNilLimiter)
 	_, err = pl.ConnectLimited(nil, "a", &setLimiter{limit: 1}, 1)
-	require.ErrorIs(t, err, ErrNilPeer)
+	require.ErrorIs(t, err, peer.ErrNilPeer)
 	ref, err := pl.ConnectLimited(fakePeer("a"), "a", &setLimiter{}, 0)
 	require.NoError(t, err)
 	require.Equal(t, 1, usageOf(t, &pl, "a").Limit, "a start below one is clamped")
 	_, err = pl.ConnectLimited(fakePeer("a"), "a", &setLimiter{limit: 1}, 1)
-	require.ErrorIs(t, err, ErrAlreadyConnected)
+	require.ErrorIs(t, err, peer.ErrAlreadyConnected)
 	require.Equal(t, 1, pl.Len())
 	require.Equal(t, 1, pl.Close(ref))
-}
-
-func TestOptionsNewLimiter(t *testing.T) {
-	l, err := Options{}.NewLimiter()
-	require.NoError(t, err)
-	v, ok := l.(*limit.Vegas)
-	require.True(t, ok, "the default is Vegas")
-	require.Equal(t, DefaultStartLimit, v.Limit())
-
-	l, err = Options{Bounds: limit.Bounds{Min: 2, Start: 3, Max: 9}}.NewLimiter()
-	require.NoError(t, err)
-	require.Equal(t, 3, l.Limit())
-
-	own := &setLimiter{limit: 7}
-	l, err = Options{Limiter: own, Bounds: limit.Bounds{Min: 9}}.NewLimiter()
-	require.NoError(t, err)
-	require.Same(t, own, l, "the host's own limiter, bounds ignored")
-
-	_, err = Options{Bounds: limit.Bounds{Min: 3, Start: 2, Max: 9}}.NewLimiter()
-	require.True(t, errors.Is(err, limit.ErrBadBounds), "%v", err)
 }

@@ -1,15 +1,15 @@
-package peer
+// Package peerpool holds the scheduler's accounting of every connected
+// peer's channels: the Pool, which keeps the peers with an open channel
+// ranked best first, and the ranking's parts (response-time classes, tie
+// keys).
+package peerpool
 
 import (
-	"math"
 	"time"
 
 	"github.com/peersched/peersched/limit"
+	"github.com/peersched/peersched/peer"
 )
-
-// MaxChannelsPerPeer is the most channels one peer may have. Counts are kept
-// in 32 bits to keep the per-peer record small.
-const MaxChannelsPerPeer = math.MaxInt32
 
 // Ref names one connection in a Pool. A peer that disconnects and connects
 // again gets a new Ref, so a Ref kept by an old request or notification never
@@ -27,7 +27,7 @@ func (r Ref) Slot() int { return int(r.slot) }
 // Choice is one open channel picked by Pool.Best.
 type Choice struct {
 	Ref    Ref
-	ID     ID
+	ID     peer.ID
 	Closed int           // the peer's closed channels when it was picked
 	Limit  int           // the peer's current limit when it was picked
 	RTT    time.Duration // the peer's smoothed response time; 0 before its first response
@@ -59,23 +59,23 @@ type Choice struct {
 // channels it returns, whatever P is, and Observe, which adds the cost of
 // the peer's Limiter.
 type Pool struct {
-	records []record        // indexed by Ref.slot
-	free    []int32         // slots of records not in use
-	slotOf  map[ID]int32    // connected peers
-	order   []int32         // heap of slots with an open channel, best at [0]
-	open    int             // open channels over all peers
-	closed  int             // closed channels over all peers
-	opened  uint64          // channel openings so far, including a connect's
-	fresh   []pickCandidate // scratch for Best: peers not yet picked, a heap
-	again   []pickCandidate // scratch for Best: peers picked before, in rank order
-	seed    uint64          // the rank seed the tie keys and the RTT grid come from
-	grid    uint64          // rttGrid(seed), or 0 until first needed
-	closes  uint64          // Close calls that closed a channel, for the tie keys
+	records []record          // indexed by Ref.slot
+	free    []int32           // slots of records not in use
+	slotOf  map[peer.ID]int32 // connected peers
+	order   []int32           // heap of slots with an open channel, best at [0]
+	open    int               // open channels over all peers
+	closed  int               // closed channels over all peers
+	opened  uint64            // channel openings so far, including a connect's
+	fresh   []pickCandidate   // scratch for Best: peers not yet picked, a heap
+	again   []pickCandidate   // scratch for Best: peers picked before, in rank order
+	seed    uint64            // the rank seed the tie keys and the RTT grid come from
+	grid    uint64            // rttGrid(seed), or 0 until first needed
+	closes  uint64            // Close calls that closed a channel, for the tie keys
 }
 
 type record struct {
-	peer        Peer
-	id          ID
+	peer        peer.Peer
+	id          peer.ID
 	limiter     limit.Limiter // nil for a fixed limit
 	incarnation uint32        // 0 while the slot is free
 	limit       int32         // the messages the peer may have in flight
@@ -95,12 +95,12 @@ func (r *record) open() int32 { return max(r.limit-r.closed, 0) }
 // host for it before taking its locks. It fails, changing nothing, on a nil
 // peer, fewer than one channel, more than MaxChannelsPerPeer, or an ID
 // already connected.
-func (pl *Pool) Connect(p Peer, id ID, channels int) (Ref, error) {
+func (pl *Pool) Connect(p peer.Peer, id peer.ID, channels int) (Ref, error) {
 	if channels < 1 {
-		return Ref{}, ErrBadChannels
+		return Ref{}, peer.ErrBadChannels
 	}
-	if channels > MaxChannelsPerPeer {
-		return Ref{}, ErrTooManyChannels
+	if channels > peer.MaxChannelsPerPeer {
+		return Ref{}, peer.ErrTooManyChannels
 	}
 	return pl.connect(p, id, nil, channels)
 }
@@ -111,22 +111,22 @@ func (pl *Pool) Connect(p Peer, id ID, channels int) (Ref, error) {
 // start is clamped to [1, MaxChannelsPerPeer], as every limit l gives
 // later is. It fails, changing nothing, on a nil peer or Limiter, or an ID
 // already connected.
-func (pl *Pool) ConnectLimited(p Peer, id ID, l limit.Limiter, start int) (Ref, error) {
+func (pl *Pool) ConnectLimited(p peer.Peer, id peer.ID, l limit.Limiter, start int) (Ref, error) {
 	if l == nil {
-		return Ref{}, ErrNilLimiter
+		return Ref{}, peer.ErrNilLimiter
 	}
 	return pl.connect(p, id, l, int(clampLimit(start)))
 }
 
-func (pl *Pool) connect(p Peer, id ID, l limit.Limiter, channels int) (Ref, error) {
+func (pl *Pool) connect(p peer.Peer, id peer.ID, l limit.Limiter, channels int) (Ref, error) {
 	if p == nil {
-		return Ref{}, ErrNilPeer
+		return Ref{}, peer.ErrNilPeer
 	}
 	if _, dup := pl.slotOf[id]; dup {
-		return Ref{}, ErrAlreadyConnected
+		return Ref{}, peer.ErrAlreadyConnected
 	}
 	if pl.slotOf == nil {
-		pl.slotOf = make(map[ID]int32)
+		pl.slotOf = make(map[peer.ID]int32)
 	}
 	var slot int32
 	if n := len(pl.free); n > 0 {
@@ -152,10 +152,10 @@ func (pl *Pool) connect(p Peer, id ID, l limit.Limiter, channels int) (Ref, erro
 
 // Disconnect removes the peer named id; its channels, open or closed, stop
 // existing. It returns the Ref the peer had, or ErrUnknownPeer.
-func (pl *Pool) Disconnect(id ID) (Ref, error) {
+func (pl *Pool) Disconnect(id peer.ID) (Ref, error) {
 	slot, ok := pl.slotOf[id]
 	if !ok {
-		return Ref{}, ErrUnknownPeer
+		return Ref{}, peer.ErrUnknownPeer
 	}
 	r := &pl.records[slot]
 	ref := Ref{slot: slot, incarnation: r.incarnation}
@@ -172,7 +172,7 @@ func (pl *Pool) Disconnect(id ID) (Ref, error) {
 }
 
 // Lookup returns the Ref of the connected peer named id.
-func (pl *Pool) Lookup(id ID) (Ref, bool) {
+func (pl *Pool) Lookup(id peer.ID) (Ref, bool) {
 	slot, ok := pl.slotOf[id]
 	if !ok {
 		return Ref{}, false
@@ -183,7 +183,7 @@ func (pl *Pool) Lookup(id ID) (Ref, bool) {
 // Target returns the peer ref names, to send it a message, and how many
 // open channels it has: p is nil if it is gone, and open 0 if it is at its
 // limit.
-func (pl *Pool) Target(ref Ref) (p Peer, open int) {
+func (pl *Pool) Target(ref Ref) (p peer.Peer, open int) {
 	r := pl.live(ref)
 	if r == nil {
 		return nil, 0
@@ -336,23 +336,11 @@ func (pl *Pool) ClosedChannels() int { return pl.closed }
 // Len returns the number of connected peers.
 func (pl *Pool) Len() int { return len(pl.slotOf) }
 
-// Usage describes one connected peer's channels.
-type Usage struct {
-	ID ID
-	// Channels is Open + Closed: the peer's Limit, or more while messages
-	// sent before its limit fell are still in flight.
-	Channels int
-	Open     int
-	Closed   int // messages in flight
-	Limit    int // the peer's current limit
-	RTT      time.Duration
-}
-
 // Usage appends one entry per connected peer to dst, in no fixed order.
-func (pl *Pool) Usage(dst []Usage) []Usage {
+func (pl *Pool) Usage(dst []peer.Usage) []peer.Usage {
 	for _, slot := range pl.slotOf {
 		r := &pl.records[slot]
-		dst = append(dst, Usage{ID: r.id, Channels: int(r.open() + r.closed), Open: int(r.open()), Closed: int(r.closed),
+		dst = append(dst, peer.Usage{ID: r.id, Channels: int(r.open() + r.closed), Open: int(r.open()), Closed: int(r.closed),
 			Limit: int(r.limit), RTT: r.rtt})
 	}
 	return dst

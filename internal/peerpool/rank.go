@@ -1,4 +1,4 @@
-package peer
+package peerpool
 
 // This file holds the parts of a peer's rank other than its load: the class
 // of its smoothed response time, within which response times count as
@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/bits"
 	"time"
+
+	"github.com/peersched/peersched/peer"
 )
 
 // Response-time classes are octaves on a grid that each pool shifts by a
@@ -76,7 +78,7 @@ func CompareRTTs(seed uint64, a, b time.Duration) int {
 // order that starts from a permutation the seed picks (seed 000: permute,
 // so that competitors do not all try the same item first): two pools with
 // different seeds that see the same peers alike start on different peers.
-func TieKey(seed uint64, id ID) uint64 {
+func TieKey(seed uint64, id peer.ID) uint64 {
 	// FNV-1a of the ID, then mixed with the seed.
 	h := uint64(14695981039346656037)
 	for i := range len(id) {
