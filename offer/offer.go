@@ -1,7 +1,7 @@
 // Package offer holds the sending side of the scheduler: the Sender a
-// component schedules, the Offer it is handed (a view of up to N open channels
-// of which it may close at most M, the offer's size), the Book that checks
-// what a sender does with its offer, and the Queue of waiting senders.
+// component schedules, with its Options, and the Offer it is handed (a view
+// of up to N open channels of which it may close at most M, the offer's
+// size).
 package offer
 
 import (
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/peersched/peersched/internal/offerlink"
 	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
@@ -81,18 +82,12 @@ type Channel struct {
 	Limit int
 	// RTT is the peer's smoothed response time; 0 until it has answered once.
 	RTT time.Duration
-
-	ref peerpool.Ref
 }
 
-// ChannelOf turns one of the pool's choices into an offered channel.
-func ChannelOf(c peerpool.Choice) Channel {
-	return Channel{Peer: c.ID, Closed: c.Closed, Limit: c.Limit, RTT: c.RTT, ref: c.Ref}
+// channelOf turns one of the pool's choices into an offered channel.
+func channelOf(c *peerpool.Choice) Channel {
+	return Channel{Peer: c.ID, Closed: c.Closed, Limit: c.Limit, RTT: c.RTT}
 }
-
-// Ref names the connection the channel belongs to; the scheduler uses it to
-// tell a channel of a peer that has since reconnected from the new one.
-func (c Channel) Ref() peerpool.Ref { return c.ref }
 
 // Status describes an offer at one moment.
 type Status struct {
@@ -102,29 +97,22 @@ type Status struct {
 	Sent int  // channels the sender has closed so far
 }
 
-// Carrier carries out what a sender does with an offer. The scheduler
-// implements it; users hold Offers, never Carriers.
-type Carrier interface {
-	OfferStatus(generation uint64) Status
-	OfferChannel(generation uint64, i int) (Channel, bool)
-	// OfferRequest sends a request; soft is 0 for a request with one
-	// deadline, hard.
-	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error)
-	OfferNotify(generation uint64, i int, message any, digest time.Duration) error
-}
-
 // Offer is a sender's view of open channels, valid only during the OnOffer
 // call it was passed to. It is a small value and may be copied; every copy
 // names the same offer. Its methods are safe for concurrent use. The zero
 // Offer behaves as an expired one.
 type Offer struct {
-	carrier    Carrier
+	carrier    offerlink.Carrier // the scheduler; nil in the zero Offer
 	generation uint64
 }
 
-// New returns the offer named generation, carried out by c.
-func New(c Carrier, generation uint64) Offer {
-	return Offer{carrier: c, generation: generation}
+// init hands the scheduler the constructor of offers (see package
+// offerlink): users never build an Offer but the scheduler must, once per
+// offer, without an allocation.
+func init() {
+	offerlink.NewOffer = func(c offerlink.Carrier, generation uint64) Offer {
+		return Offer{carrier: c, generation: generation}
+	}
 }
 
 // Len returns the number of channels the offer lists, or 0 once it has expired.
@@ -148,7 +136,7 @@ func (o Offer) Status() Status {
 	if o.carrier == nil {
 		return Status{}
 	}
-	return o.carrier.OfferStatus(o.generation)
+	return Status(o.carrier.OfferStatus(o.generation))
 }
 
 // Channel returns the i-th listed channel, best first: peers with fewer
@@ -161,7 +149,8 @@ func (o Offer) Channel(i int) (c Channel, ok bool) {
 	if o.carrier == nil {
 		return Channel{}, false
 	}
-	return o.carrier.OfferChannel(o.generation, i)
+	choice, ok := o.carrier.OfferChannel(o.generation, i)
+	return channelOf(&choice), ok
 }
 
 // Request sends message as a request on the i-th channel, closing it, and

@@ -276,7 +276,7 @@ func (s *Scheduler) callSender(snd offer.Sender, generation uint64) {
 			s.userCodeDidNotReturn(callOffer.String(), value)
 		}
 	}()
-	snd.OnOffer(offer.New((*carrier)(s), generation))
+	snd.OnOffer(newOffer((*carrier)(s), generation))
 	returned = true
 }
 

@@ -14,7 +14,7 @@ import (
 // however it ends: answered, timed out, failed by a disconnect or by Stop,
 // digested (a notification), or undone because the host refused the send.
 // While the class, or any ancestor, is at its limit the sender is passed
-// over, keeping its place (offer.Queue.Next, one limit.Pass per offer), and
+// over, keeping its place (one limit.Pass per offer over the queue), and
 // an offer never lets it send more than the class has room for, so every
 // booking on a send succeeds.
 

@@ -87,6 +87,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/peersched/peersched/internal/offerlink"
 	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
@@ -189,7 +190,7 @@ type mCallback struct {
 
 type mChannel struct {
 	p *mPeer
-	c offer.Channel
+	c peerpool.Choice // as the offer lists it; its Ref is not used
 }
 
 // outcome is how a request ended (or, while it is sent, will end).
@@ -462,7 +463,7 @@ func (m *model) offerNext() bool {
 		used: make([]bool, len(chans)), size: min(size, len(chans)), class: snd.class, bytes: snd.bytes}
 	m.offer = o
 	m.undecided = append(m.undecided, o)
-	m.call(func() { snd.s.OnOffer(offer.New((*modelCarrier)(m), o.generation)) })
+	m.call(func() { snd.s.OnOffer(newOffer((*modelCarrier)(m), o.generation)) })
 	o.live, o.closed = false, true
 	if o.inProgress > 0 {
 		if !o.accepted {
@@ -559,7 +560,7 @@ func (m *model) best() []mChannel {
 	}
 	out := make([]mChannel, len(all))
 	for i, c := range all {
-		out[i] = mChannel{c.p, offer.ChannelOf(peerpool.Choice{ID: c.p.id, Closed: c.p.closed, Limit: c.p.limit, RTT: c.p.rtt})}
+		out[i] = mChannel{c.p, peerpool.Choice{ID: c.p.id, Closed: c.p.closed, Limit: c.p.limit, RTT: c.p.rtt}}
 	}
 	return out
 }
@@ -725,16 +726,16 @@ func (c *modelCarrier) current(generation uint64) bool {
 	return c.offer.live && c.offer.generation == generation
 }
 
-func (c *modelCarrier) OfferStatus(generation uint64) offer.Status {
+func (c *modelCarrier) OfferStatus(generation uint64) offerlink.Status {
 	if !c.current(generation) {
-		return offer.Status{}
+		return offerlink.Status{}
 	}
-	return offer.Status{Live: true, Len: len(c.offer.channels), Size: c.offer.size, Sent: c.offer.sent}
+	return offerlink.Status{Live: true, Len: len(c.offer.channels), Size: c.offer.size, Sent: c.offer.sent}
 }
 
-func (c *modelCarrier) OfferChannel(generation uint64, i int) (offer.Channel, bool) {
+func (c *modelCarrier) OfferChannel(generation uint64, i int) (peerpool.Choice, bool) {
 	if !c.current(generation) || i < 0 || i >= len(c.offer.channels) {
-		return offer.Channel{}, false
+		return peerpool.Choice{}, false
 	}
 	return c.offer.channels[i].c, true
 }

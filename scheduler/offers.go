@@ -5,6 +5,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/peersched/peersched/internal/offerlink"
+	"github.com/peersched/peersched/internal/offerqueue"
+	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
@@ -94,13 +97,13 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 
 // decideLocked carries out what the book decided about an offered sender.
 // Caller holds offersMu.
-func (s *Scheduler) decideLocked(d offer.Decision) {
+func (s *Scheduler) decideLocked(d offerqueue.Decision) {
 	switch d.Exit {
-	case offer.LeftBySend:
+	case offerqueue.LeftBySend:
 		s.queue.Remove(d.Ticket)
-	case offer.Held:
+	case offerqueue.Held:
 		s.queue.Hold(d.Ticket)
-	case offer.Declined:
+	case offerqueue.Declined:
 		if d.Discard {
 			s.callbacksMu.Lock()
 			s.pending.push(callback{kind: callDiscard, sender: d.Sender})
@@ -111,18 +114,24 @@ func (s *Scheduler) decideLocked(d offer.Decision) {
 	}
 }
 
-// carrier is the Scheduler seen as an offer.Carrier: a distinct method set,
-// so the methods offers call do not clutter the Scheduler's own API.
+// newOffer returns the offer named generation, carried out by c: package
+// offer's constructor, which it does not export (see package offerlink),
+// asserted once to its type so that each offer costs a call and no
+// allocation.
+var newOffer = offerlink.NewOffer.(func(c offerlink.Carrier, generation uint64) offer.Offer)
+
+// carrier is the Scheduler seen as an offerlink.Carrier: a distinct method
+// set, so the methods offers call do not clutter the Scheduler's own API.
 type carrier Scheduler
 
-func (c *carrier) OfferStatus(generation uint64) offer.Status {
+func (c *carrier) OfferStatus(generation uint64) offerlink.Status {
 	s := (*Scheduler)(c)
 	s.offersMu.Lock()
 	defer s.offersMu.Unlock()
 	return s.book.Status(generation)
 }
 
-func (c *carrier) OfferChannel(generation uint64, i int) (offer.Channel, bool) {
+func (c *carrier) OfferChannel(generation uint64, i int) (peerpool.Choice, bool) {
 	s := (*Scheduler)(c)
 	s.offersMu.Lock()
 	defer s.offersMu.Unlock()
@@ -132,29 +141,29 @@ func (c *carrier) OfferChannel(generation uint64, i int) (offer.Channel, bool) {
 // claim records a send on the i-th channel of the open offer and returns
 // the peer to send to. It leaves the offers lock held on success; the caller
 // must then call finishSend once the host's send has returned (or failed to).
-func (s *Scheduler) claim(generation uint64, i int) (offer.Channel, peer.Peer, error) {
+func (s *Scheduler) claim(generation uint64, i int) (peerpool.Choice, peer.Peer, error) {
 	s.offersMu.Lock()
 	if s.stopped {
 		s.offersMu.Unlock()
-		return offer.Channel{}, nil, ErrStopped
+		return peerpool.Choice{}, nil, ErrStopped
 	}
 	ch, err := s.book.Claim(generation, i)
 	if err != nil {
 		s.offersMu.Unlock()
-		return offer.Channel{}, nil, err
+		return peerpool.Choice{}, nil, err
 	}
-	p, open := s.pool.Target(ch.Ref())
+	p, open := s.pool.Target(ch.Ref)
 	if p == nil {
 		s.book.Finish(generation, i, false)
 		s.offersMu.Unlock()
-		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerGone, ch.Peer)
+		return peerpool.Choice{}, nil, fmt.Errorf("%w: %q", ErrPeerGone, ch.ID)
 	}
 	if open == 0 {
 		// The peer's limit fell after the offer was made, and took the
 		// channel with it.
 		s.book.Finish(generation, i, false)
 		s.offersMu.Unlock()
-		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerAtLimit, ch.Peer)
+		return peerpool.Choice{}, nil, fmt.Errorf("%w: %q", ErrPeerAtLimit, ch.ID)
 	}
 	s.sending.Add(1)
 	return ch, p, nil
@@ -190,7 +199,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	if err != nil {
 		return 0, err
 	}
-	ref := ch.Ref()
+	ref := ch.Ref
 	s.requestsMu.Lock()
 	// Receivers still owed a call count too: they bound the callback queue.
 	if s.table.Len()+int(s.owed.Load()) >= s.maxRequests {
@@ -230,7 +239,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	if err != nil {
 		s.undoRequest(generation, i, id, bytes)
 		s.sendSettled()
-		err = s.sendFailed(ch.Peer, err)
+		err = s.sendFailed(ch.ID, err)
 		s.wantOffers()
 		return 0, err
 	}
@@ -248,7 +257,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		// request went to. The channel reopens now, not when the event
 		// came: until the send returned, the request held it. (A
 		// disconnected peer's channel is gone and stays gone.)
-		f.PeerID = ch.Peer
+		f.PeerID = ch.ID
 		s.releaseLocked(f.Terms)
 		s.countEndLocked(&f)
 		s.callbacksMu.Lock()
@@ -304,7 +313,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	if err != nil {
 		return err
 	}
-	ref := ch.Ref()
+	ref := ch.Ref
 	s.pool.Close(ref)
 	bytes := s.spendLocked()
 	terms := requests.Terms{Class: s.bookLocked()}
@@ -332,7 +341,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	returned = true
 	if err != nil {
 		undo()
-		err = s.sendFailed(ch.Peer, err)
+		err = s.sendFailed(ch.ID, err)
 		s.wantOffers()
 		return err
 	}

@@ -92,6 +92,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/internal/lockorder"
+	"github.com/peersched/peersched/internal/offerqueue"
 	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/internal/requests"
 	"github.com/peersched/peersched/limit"
@@ -139,10 +140,18 @@ type Config struct {
 	// math.MaxInt.
 	MaxOfferChannels int
 	// PassOverLimit bounds how long a lower priority waits while higher ones
-	// keep senders waiting (offer.Queue.SetPassOverLimit has the rule and
-	// its bounds): after a priority level with waiting senders has been
-	// passed over this many times for higher ones, it gets the next offer.
-	// With two priorities in use, the lower is offered a channel within
+	// keep senders waiting: after a priority level with waiting senders has
+	// been passed over this many times for higher ones (k times, say), it
+	// is starving and gets the next offer (the highest starving level
+	// first); an offer to a starving level passes no one over. A level
+	// whose senders may not be offered anything yet (they declined, or
+	// their class is full) stays starving until one may.
+	//
+	// The bounds, with n priority levels in use: a level's first sender
+	// that may be offered channels gets an offer within k + 2n − 1 offers,
+	// and over a long run in which the highest level always has a sender to
+	// offer to, it keeps at least k/(k+n−1) of the offers. With two
+	// priorities in use, the lower is offered a channel within
 	// PassOverLimit + 3 offers and the higher keeps PassOverLimit/(
 	// PassOverLimit+1) of them. 0 means DefaultPassOverLimit; a negative
 	// value means strict priorities, under which a lower priority waits as
@@ -219,8 +228,8 @@ type Scheduler struct {
 	offersMu lockorder.Mutex
 	// The following fields are guarded by offersMu.
 	pool       peerpool.Pool
-	queue      offer.Queue
-	book       offer.Book
+	queue      offerqueue.Queue
+	book       offerqueue.Book
 	bucket     *limit.Bucket  // the budget's rate; nil without one
 	byteBucket *limit.Bucket  // the budget's byte rate; nil without one
 	classes    *limit.Classes // nil without classes

@@ -1,7 +1,9 @@
-package offer
+package offerqueue
 
 import (
+	"github.com/peersched/peersched/internal/offerlink"
 	"github.com/peersched/peersched/internal/peerpool"
+	"github.com/peersched/peersched/offer"
 )
 
 // Book records the offer that is open and decides when each offered sender
@@ -23,7 +25,7 @@ type Book struct {
 	generation uint64 // of the current or last offer; each offer gets the next
 	live       bool   // the current offer's OnOffer has not returned
 	expired    bool   // the current offer takes no more sends (withdrawn or stopped)
-	channels   []Channel
+	channels   []peerpool.Choice
 	used       []bool
 	size       int
 	claims     int // sends begun through the current offer and not undone
@@ -83,18 +85,18 @@ func (b *Book) Open(ticket Ticket, snd Sender, openings uint64, choices []peerpo
 	b.live, b.expired = true, false
 	n := len(choices)
 	if cap(b.channels) < n {
-		b.channels = make([]Channel, n)
+		b.channels = make([]peerpool.Choice, n)
 	}
 	if cap(b.used) < n {
 		b.used = make([]bool, n)
 	}
 	b.channels, b.used = b.channels[:n], b.used[:n]
-	// Field by field into place, not append(b.channels, ChannelOf(c)):
-	// appending a struct with a pointer goes through typedmemmove, which
-	// made Open cost twice as much for every offer.
+	// Field by field into place, not append(b.channels, c): appending a
+	// struct with a pointer goes through typedmemmove, which made Open cost
+	// twice as much for every offer.
 	for i := range choices {
 		c, ch := &choices[i], &b.channels[i]
-		ch.Peer, ch.Closed, ch.Limit, ch.RTT, ch.ref = c.ID, c.Closed, c.Limit, c.RTT, c.Ref
+		ch.Ref, ch.ID, ch.Closed, ch.Limit, ch.RTT = c.Ref, c.ID, c.Closed, c.Limit, c.RTT
 		b.used[i] = false
 	}
 	b.size = min(size, len(choices))
@@ -165,17 +167,17 @@ func (b *Book) InProgress() int {
 }
 
 // Status describes the offer named generation.
-func (b *Book) Status(generation uint64) Status {
+func (b *Book) Status(generation uint64) offerlink.Status {
 	if !b.current(generation) {
-		return Status{}
+		return offerlink.Status{}
 	}
-	return Status{Live: true, Len: len(b.channels), Size: b.size, Sent: b.claims}
+	return offerlink.Status{Live: true, Len: len(b.channels), Size: b.size, Sent: b.claims}
 }
 
 // Channel returns the i-th channel of the offer named generation.
-func (b *Book) Channel(generation uint64, i int) (Channel, bool) {
+func (b *Book) Channel(generation uint64, i int) (peerpool.Choice, bool) {
 	if !b.current(generation) || i < 0 || i >= len(b.channels) {
-		return Channel{}, false
+		return peerpool.Choice{}, false
 	}
 	return b.channels[i], true
 }
@@ -183,16 +185,16 @@ func (b *Book) Channel(generation uint64, i int) (Channel, bool) {
 // Claim checks that the sender may send on the i-th channel of the offer named
 // generation and, if so, records a send in progress; the caller must report
 // how it ended with Finish. On error it changes nothing.
-func (b *Book) Claim(generation uint64, i int) (Channel, error) {
+func (b *Book) Claim(generation uint64, i int) (peerpool.Choice, error) {
 	switch {
 	case !b.current(generation):
-		return Channel{}, ErrExpired
+		return peerpool.Choice{}, offer.ErrExpired
 	case i < 0 || i >= len(b.channels):
-		return Channel{}, ErrNoSuchChannel
+		return peerpool.Choice{}, offer.ErrNoSuchChannel
 	case b.used[i]:
-		return Channel{}, ErrChannelUsed
+		return peerpool.Choice{}, offer.ErrChannelUsed
 	case b.claims >= b.size:
-		return Channel{}, ErrSizeExceeded
+		return peerpool.Choice{}, offer.ErrSizeExceeded
 	}
 	b.used[i] = true
 	b.claims++

@@ -1,24 +1,23 @@
-package offer
+package offerqueue
 
 import (
-	"testing"
-	"time"
-
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+	"testing"
 
+	"github.com/peersched/peersched/internal/offerlink"
 	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/limit"
+	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type named string
 
-func (named) OnOffer(Offer) {}
-func (named) OnDiscard()    {}
+func (named) OnOffer(offer.Offer) {}
+func (named) OnDiscard()          {}
 
 // order drains what Next would offer, declining each so the next comes up.
 func order(q *Queue, openings uint64) []string {
@@ -181,19 +180,19 @@ func TestBookChecksEverySend(t *testing.T) {
 	ticket, live := b.Live()
 	require.True(t, live)
 	require.Equal(t, Ticket(42), ticket)
-	require.Equal(t, Status{Live: true, Len: 3, Size: 2}, b.Status(gen))
+	require.Equal(t, offerlink.Status{Live: true, Len: 3, Size: 2}, b.Status(gen))
 
 	_, err := b.Claim(gen, 3)
-	require.ErrorIs(t, err, ErrNoSuchChannel)
+	require.ErrorIs(t, err, offer.ErrNoSuchChannel)
 	_, err = b.Claim(gen, -1)
-	require.ErrorIs(t, err, ErrNoSuchChannel)
+	require.ErrorIs(t, err, offer.ErrNoSuchChannel)
 	_, err = b.Claim(gen+1, 0)
-	require.ErrorIs(t, err, ErrExpired)
+	require.ErrorIs(t, err, offer.ErrExpired)
 	ch, err := b.Claim(gen, 1)
 	require.NoError(t, err)
-	require.Equal(t, peer.ID("B"), ch.Peer)
+	require.Equal(t, peer.ID("B"), ch.ID)
 	_, err = b.Claim(gen, 1)
-	require.ErrorIs(t, err, ErrChannelUsed)
+	require.ErrorIs(t, err, offer.ErrChannelUsed)
 	require.Equal(t, Decision{}, b.Finish(gen, 1, false))
 	require.Zero(t, b.Status(gen).Sent, "a failed send does not count")
 	_, err = b.Claim(gen, 1)
@@ -201,15 +200,15 @@ func TestBookChecksEverySend(t *testing.T) {
 	_, err = b.Claim(gen, 0)
 	require.NoError(t, err)
 	_, err = b.Claim(gen, 2)
-	require.ErrorIs(t, err, ErrSizeExceeded, "sends in progress count against the size")
+	require.ErrorIs(t, err, offer.ErrSizeExceeded, "sends in progress count against the size")
 	require.Equal(t, 2, b.InProgress())
 
 	require.Equal(t, Decision{Exit: LeftBySend, Ticket: 42}, b.Finish(gen, 1, true))
 	require.Equal(t, Decision{}, b.Finish(gen, 0, true), "only the first success is an exit")
 	require.Equal(t, Decision{Ticket: 42}, b.Close(gen))
 	_, err = b.Claim(gen, 2)
-	require.ErrorIs(t, err, ErrExpired)
-	require.Equal(t, Status{}, b.Status(gen))
+	require.ErrorIs(t, err, offer.ErrExpired)
+	require.Equal(t, offerlink.Status{}, b.Status(gen))
 	_, ok := b.Channel(gen, 0)
 	require.False(t, ok)
 	_, live = b.Live()
@@ -268,7 +267,7 @@ func TestBookDecidesEachExit(t *testing.T) {
 					continue
 				case "claimExpired":
 					_, err := b.Claim(gen, st.i)
-					require.ErrorIs(t, err, ErrExpired, "step %d", k)
+					require.ErrorIs(t, err, offer.ErrExpired, "step %d", k)
 					continue
 				case "expire":
 					b.Expire()
@@ -309,16 +308,4 @@ func TestBookDiscardsAStoppedSenderUnlessItSends(t *testing.T) {
 			require.Equal(t, Decision{Exit: Declined, Ticket: 9, Openings: 3, Discard: true, Sender: snd}, d)
 		}
 	}
-}
-
-func TestZeroOfferIsExpired(t *testing.T) {
-	var o Offer
-	require.Zero(t, o.Len())
-	require.Zero(t, o.Size())
-	require.Zero(t, o.Remaining())
-	_, ok := o.Channel(0)
-	require.False(t, ok)
-	_, err := o.Request(0, "x", receiver.Funcs{}, time.Second)
-	require.ErrorIs(t, err, ErrExpired)
-	require.ErrorIs(t, o.Notify(0, "x", time.Second), ErrExpired)
 }
