@@ -1,6 +1,7 @@
 package timeouts
 
 import (
+	"sync"
 	"time"
 
 	"github.com/peersched/peersched/peer"
@@ -11,11 +12,14 @@ import (
 // has none (see the package documentation for the formulas).
 //
 // It keeps a few words per peer it has heard of (by Observe or Expired)
-// until Forget. It is not safe for concurrent use: a sender that calls it
-// from callbacks guards it with its own lock. The zero value is not usable;
-// build one with NewEstimator.
+// until Forget. It is safe for concurrent use (a mutex, uncontended in the
+// usual case of one sender's callbacks, which never run concurrently). The
+// zero value is not usable; build one with NewEstimator.
 type Estimator struct {
-	cfg   EstimatorConfig
+	cfg EstimatorConfig // never changes
+
+	mu sync.Mutex
+	// The following fields are guarded by mu.
 	pool  estimate // every sample of every peer
 	peers map[peer.ID]peerEstimate
 }
@@ -52,6 +56,8 @@ func (e *Estimator) Config() EstimatorConfig { return e.cfg }
 // Deadlines returns the soft and the hard deadline of a request sent now
 // to p, with 0 < soft <= hard <= Max and hard >= Min. It changes nothing.
 func (e *Estimator) Deadlines(p peer.ID) (soft, hard time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	pe := e.peers[p]
 	est := pe.own
 	if !est.sampled {
@@ -72,6 +78,8 @@ func (e *Estimator) Deadlines(p peer.ID) (soft, hard time.Duration) {
 // Max as Max, which changes no deadline (none exceeds Max) and keeps the
 // arithmetic in range.
 func (e *Estimator) Observe(p peer.ID, rtt time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	rtt = min(max(rtt, 0), e.cfg.Max)
 	pe := e.peers[p]
 	pe.own.observe(rtt)
@@ -84,6 +92,8 @@ func (e *Estimator) Observe(p peer.ID, rtt time.Duration) {
 // deadline doubles, up to Max, until p answers again. Its soft deadline
 // stays where its estimate puts it (at most the hard one, as always).
 func (e *Estimator) Expired(p peer.ID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	pe := e.peers[p]
 	if pe.expired < maxBackoffs {
 		pe.expired++
@@ -94,12 +104,18 @@ func (e *Estimator) Expired(p peer.ID) {
 // Forget drops what e knows of p alone (its samples stay in the pool), as
 // for a peer that has disconnected for good. A peer heard of again starts
 // from the pool's estimate.
-func (e *Estimator) Forget(p peer.ID) { delete(e.peers, p) }
+func (e *Estimator) Forget(p peer.ID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.peers, p)
+}
 
 // Estimate returns p's own smoothed response time and deviation, and ok
 // false (with zeros) while p has answered nothing since e began or forgot
 // it.
 func (e *Estimator) Estimate(p peer.ID) (srtt, rttvar time.Duration, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	pe := e.peers[p]
 	return pe.own.srtt, pe.own.rttvar, pe.own.sampled
 }
@@ -107,5 +123,7 @@ func (e *Estimator) Estimate(p peer.ID) (srtt, rttvar time.Duration, ok bool) {
 // Pool returns the smoothed response time and deviation over every sample
 // of every peer, and ok false (with zeros) before the first.
 func (e *Estimator) Pool() (srtt, rttvar time.Duration, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	return e.pool.srtt, e.pool.rttvar, e.pool.sampled
 }

@@ -2,8 +2,10 @@ package timeouts
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,5 +274,43 @@ func TestFixed(t *testing.T) {
 		if soft, hard := p.Deadlines("a"); soft != c.soft || hard != c.hard {
 			t.Errorf("%+v: (%v, %v), want (%v, %v)", c.f, soft, hard, c.soft, c.hard)
 		}
+	}
+}
+
+// TestEstimatorIsSafeForConcurrentUse: goroutines that share an Estimator
+// lose no update. Each expiry of peer a doubles its hard deadline, so a
+// lost one shows in the deadline (and -race reports any unguarded access),
+// while other goroutines observe and forget other peers and read.
+func TestEstimatorIsSafeForConcurrentUse(t *testing.T) {
+	e := mustNew(t, EstimatorConfig{Min: 1, Max: MaxDeadline, Initial: 1, Granularity: 1})
+	e.Observe("a", 1) // a's own estimate: hard = 1 + max(1, 4·0) = 2ns
+	const goroutines, expiries = 4, 12
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for range expiries {
+				e.Expired("a")
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			other := peer.ID(fmt.Sprint("b", g))
+			for i := range 50 {
+				e.Observe(other, time.Duration(i)*time.Millisecond)
+				e.Deadlines("a")
+				e.Estimate(other)
+				e.Pool()
+				if i%10 == 0 {
+					e.Forget(other)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	_, hard := e.Deadlines("a")
+	if want := time.Duration(2) << (goroutines * expiries); hard != want {
+		t.Fatalf("hard deadline %v after %d expiries, want %v", hard, goroutines*expiries, want)
 	}
 }

@@ -18,9 +18,7 @@ import (
 // response time: a refusal, a disconnect or an answer of the wrong kind is
 // reported to neither.
 //
-// Implementations in this package are not safe for concurrent use, except
-// Fixed; a sender that calls a Policy from callbacks guards it with the lock
-// it already holds there.
+// The implementations in this package are safe for concurrent use.
 type Policy interface {
 	// Deadlines returns how long a request sent now to p may wait before it
 	// counts as slow (soft) and before it fails (hard), with
