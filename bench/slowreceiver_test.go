@@ -64,8 +64,8 @@ type loopSender struct {
 }
 
 func (l *loopSender) OnOffer(o offer.Offer) {
-	for i := range o.Len() {
-		if c, _ := o.Channel(i); c.Peer == l.to {
+	for i, c := range o.All() {
+		if c.Peer == l.to {
 			// A send racing the Shutdown that ends the run is refused
 			// with ErrStopped; anything else is a failure.
 			if _, err := o.Request(i, message, l, time.Hour); err != nil && !errors.Is(err, scheduler.ErrStopped) {

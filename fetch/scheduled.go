@@ -264,11 +264,7 @@ func (b *bulk) OnOffer(o offer.Offer) {
 		return
 	}
 	offered, order := b.offered[:0], b.order[:0]
-	for i := range o.Len() {
-		ch, ok := o.Channel(i)
-		if !ok {
-			break
-		}
+	for _, ch := range o.All() {
 		offered = append(offered, ch.Peer)
 	}
 	for pass := range 2 {

@@ -71,8 +71,8 @@ func ExampleHedger() {
 		answered <- fmt.Sprintf("%v from %s, for the first request: %v", response, from, id == first)
 	}}
 	s.Schedule(sendTo(func(o offer.Offer) {
-		for i := range o.Len() {
-			if c, _ := o.Channel(i); c.Peer == "slow" {
+		for i, c := range o.All() {
+			if c.Peer == "slow" {
 				first, _ = h.Request(o, i, "get x", r, 100*time.Millisecond, time.Second)
 			}
 		}

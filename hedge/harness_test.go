@@ -92,8 +92,8 @@ func (w *world) requestWith(to peer.ID, message any, r receiver.Receiver, soft, 
 	var err error
 	offered := false
 	_, serr := w.s.Schedule(senderFunc(func(o offer.Offer) {
-		for i := range o.Len() {
-			if c, _ := o.Channel(i); c.Peer == to {
+		for i, c := range o.All() {
+			if c.Peer == to {
 				offered = true
 				id, err = w.h.Request(o, i, message, r, soft, hard)
 				return

@@ -125,11 +125,7 @@ var errNoOtherPeer = errors.New("hedge: no channel of another peer")
 // fails, and returns the request's ID and peer.
 func sendAvoiding(o offer.Offer, avoid peer.ID, message any, r receiver.Receiver, hard time.Duration) (receiver.RequestID, peer.ID, error) {
 	err := errNoOtherPeer
-	for i := range o.Len() {
-		ch, ok := o.Channel(i)
-		if !ok {
-			break
-		}
+	for i, ch := range o.All() {
 		if ch.Peer == avoid {
 			continue
 		}

@@ -7,6 +7,8 @@ package offer
 import (
 	"errors"
 	"fmt"
+	"iter"
+	"sync"
 	"time"
 
 	"github.com/peersched/peersched/internal/offerlink"
@@ -152,6 +154,33 @@ func (o Offer) Channel(i int) (c Channel, ok bool) {
 	choice, ok := o.carrier.OfferChannel(o.generation, i)
 	return channelOf(&choice), ok
 }
+
+// All returns an iterator over the channels the offer lists, best first,
+// each with its index (the i that Request, RequestSoft and Notify take).
+// The list is read once, when the iteration begins, under one acquisition
+// of the scheduler's lock, and no lock is held while the loop body runs, so
+// the body may send on the channels it is shown. An offer that has expired
+// by then yields nothing. Once warm, iterating allocates nothing.
+func (o Offer) All() iter.Seq2[int, Channel] {
+	return func(yield func(int, Channel) bool) {
+		if o.carrier == nil {
+			return
+		}
+		buf := snapshots.Get().(*[]peerpool.Choice)
+		list := o.carrier.OfferChannels(o.generation, (*buf)[:0])
+		for i := range list {
+			if !yield(i, channelOf(&list[i])) {
+				break
+			}
+		}
+		clear(list) // let the peers' IDs go
+		*buf = list[:0]
+		snapshots.Put(buf)
+	}
+}
+
+// snapshots recycles the buffers All reads offers' channel lists into.
+var snapshots = sync.Pool{New: func() any { return new([]peerpool.Choice) }}
 
 // Request sends message as a request on the i-th channel, closing it, and
 // returns the request's ID. r is called exactly once with the response or the

@@ -109,8 +109,8 @@ type retrier struct {
 
 func (r *retrier) OnOffer(o offer.Offer) {
 	choice := 0
-	for i := range o.Len() {
-		if c, _ := o.Channel(i); c.Peer != r.avoid {
+	for i, c := range o.All() {
+		if c.Peer != r.avoid {
 			choice = i
 			break
 		}
@@ -177,7 +177,10 @@ type bulk struct {
 }
 
 func (b *bulk) OnOffer(o offer.Offer) {
-	for i := 0; i < o.Len() && o.Remaining() > 0 && len(b.pending) > 0; i++ {
+	for i := range o.All() {
+		if o.Remaining() == 0 || len(b.pending) == 0 {
+			break
+		}
 		if _, err := o.Request(i, b.pending[0], b.answers, time.Minute); err == nil {
 			b.pending = b.pending[1:]
 		}

@@ -83,6 +83,7 @@ package scheduler
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -740,6 +741,16 @@ func (c *modelCarrier) OfferChannel(generation uint64, i int) (peerpool.Choice, 
 	return c.offer.channels[i].c, true
 }
 
+func (c *modelCarrier) OfferChannels(generation uint64, dst []peerpool.Choice) []peerpool.Choice {
+	if !c.current(generation) {
+		return dst
+	}
+	for _, ch := range c.offer.channels {
+		dst = append(dst, ch.c)
+	}
+	return dst
+}
+
 func (c *modelCarrier) claim(generation uint64, i int) (*mPeer, error) {
 	o := c.offer
 	switch {
@@ -1228,7 +1239,8 @@ func (m *model) ClassUsage(dst []ClassUsage) []ClassUsage {
 }
 
 func (m *model) PeerUsage(dst []peer.Usage) []peer.Usage {
-	for _, p := range m.peers {
+	for _, id := range slices.Sorted(maps.Keys(m.peers)) {
+		p := m.peers[id]
 		dst = append(dst, peer.Usage{ID: p.id, Channels: p.open() + p.closed, Open: p.open(), Closed: p.closed, Limit: p.limit, RTT: p.rtt})
 	}
 	return dst

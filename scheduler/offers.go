@@ -138,6 +138,13 @@ func (c *carrier) OfferChannel(generation uint64, i int) (peerpool.Choice, bool)
 	return s.book.Channel(generation, i)
 }
 
+func (c *carrier) OfferChannels(generation uint64, dst []peerpool.Choice) []peerpool.Choice {
+	s := (*Scheduler)(c)
+	s.offersMu.Lock()
+	defer s.offersMu.Unlock()
+	return s.book.Channels(generation, dst)
+}
+
 // claim records a send on the i-th channel of the open offer and returns
 // the peer to send to. It leaves the offers lock held on success; the caller
 // must then call finishSend once the host's send has returned (or failed to).

@@ -1,6 +1,11 @@
 package scheduler
 
-import "github.com/peersched/peersched/peer"
+import (
+	"cmp"
+	"slices"
+
+	"github.com/peersched/peersched/peer"
+)
 
 // Stats is a consistent snapshot of the scheduler: every field was read at
 // the same moment.
@@ -62,9 +67,14 @@ func (s *Scheduler) Stats() Stats {
 }
 
 // PeerUsage appends each connected peer's channel counts and smoothed
-// response time to dst, in no fixed order.
+// response time to dst, one entry per peer, sorted by peer ID (the entries
+// dst already held stay as they were, before them). The counts are read at
+// one moment; they are sorted after the scheduler's lock is released.
 func (s *Scheduler) PeerUsage(dst []peer.Usage) []peer.Usage {
+	base := len(dst)
 	s.offersMu.Lock()
-	defer s.offersMu.Unlock()
-	return s.pool.Usage(dst)
+	dst = s.pool.Usage(dst)
+	s.offersMu.Unlock()
+	slices.SortFunc(dst[base:], func(a, b peer.Usage) int { return cmp.Compare(a.ID, b.ID) })
+	return dst
 }

@@ -235,14 +235,16 @@ func (n *herdNode) want() {
 
 func (n *herdNode) OnOffer(o offer.Offer) {
 	n.queued = false
-	for i := 0; i < o.Len() && o.Remaining() > 0 && n.left > 0 && n.inFlight < n.demand; i++ {
+	for i, ch := range o.All() {
+		if o.Remaining() == 0 || n.left == 0 || n.inFlight >= n.demand {
+			break
+		}
 		k := (n.start + len(n.sentTo)) % len(n.hashes)
 		msg := ledger.GetObjects{Hashes: []ledger.Hash{n.hashes[k]}}
 		if _, err := o.Request(i, msg, n, 5*time.Second); err != nil {
 			n.t.Error(err)
 			continue
 		}
-		ch, _ := o.Channel(i)
 		n.sentTo = append(n.sentTo, ch.Peer)
 		n.left--
 		n.inFlight++

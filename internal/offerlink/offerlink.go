@@ -24,6 +24,9 @@ type Carrier interface {
 	OfferStatus(generation uint64) Status
 	// OfferChannel returns the i-th channel listed.
 	OfferChannel(generation uint64, i int) (peerpool.Choice, bool)
+	// OfferChannels appends every channel listed to dst, best first, read
+	// at one moment: nothing if the offer has expired.
+	OfferChannels(generation uint64, dst []peerpool.Choice) []peerpool.Choice
 	// OfferRequest sends a request; soft is 0 for a request with one
 	// deadline, hard.
 	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error)

@@ -182,6 +182,15 @@ func (b *Book) Channel(generation uint64, i int) (peerpool.Choice, bool) {
 	return b.channels[i], true
 }
 
+// Channels appends the channels of the offer named generation to dst, or
+// nothing if it is not the current offer.
+func (b *Book) Channels(generation uint64, dst []peerpool.Choice) []peerpool.Choice {
+	if !b.current(generation) {
+		return dst
+	}
+	return append(dst, b.channels...)
+}
+
 // Claim checks that the sender may send on the i-th channel of the offer named
 // generation and, if so, records a send in progress; the caller must report
 // how it ended with Finish. On error it changes nothing.
