@@ -112,7 +112,7 @@ func (w *world) requestWith(to peer.ID, message any, r receiver.Receiver, soft, 
 func (w *world) closed(id peer.ID) int {
 	for _, u := range w.s.PeerUsage(nil) {
 		if u.ID == id {
-			return u.Closed
+			return u.ChannelsClosed
 		}
 	}
 	return -1

@@ -81,7 +81,7 @@ func TestAllReadsTheListOnce(t *testing.T) {
 		want = append(want, indexed{i, ch})
 	}
 	require.Equal(t, want, got)
-	require.Equal(t, indexed{2, Channel{Peer: peer.ID("C"), Closed: 2, Limit: 8, RTT: time.Second}}, got[2])
+	require.Equal(t, indexed{2, Channel{Peer: peer.ID("C"), ChannelsClosed: 2, Limit: 8, RTT: time.Second}}, got[2])
 }
 
 // TestAllIsASnapshot: what changes while the loop body runs does not
@@ -130,7 +130,7 @@ func TestAllDoesNotAllocateOnceWarm(t *testing.T) {
 	n := 0
 	allocs := testing.AllocsPerRun(100, func() {
 		for _, ch := range o.All() {
-			n += ch.Closed + 1
+			n += ch.ChannelsClosed + 1
 		}
 	})
 	require.Zero(t, allocs)

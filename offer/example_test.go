@@ -22,7 +22,7 @@ type avoider struct{ avoid peer.ID }
 
 func (a avoider) OnOffer(o offer.Offer) {
 	for i, c := range o.All() {
-		fmt.Printf("channel %d: %s, %d of %d closed\n", i, c.Peer, c.Closed, c.Limit)
+		fmt.Printf("channel %d: %s, %d of %d closed\n", i, c.Peer, c.ChannelsClosed, c.Limit)
 	}
 	for i, c := range o.All() {
 		if c.Peer == a.avoid {

@@ -75,12 +75,13 @@ type Ticket uint64
 type Channel struct {
 	// Peer is the peer the channel leads to.
 	Peer peer.ID
-	// Closed is how many of the peer's channels were closed when the offer
-	// was made: a busier peer has more.
-	Closed int
+	// ChannelsClosed is how many of the peer's channels were closed (how
+	// many messages it had in flight) when the offer was made: a busier
+	// peer has more.
+	ChannelsClosed int
 	// Limit is how many messages the peer could have in flight when the
-	// offer was made: its current limit, fixed or adaptive. Closed/Limit is
-	// how loaded the peer is.
+	// offer was made: its current limit, fixed or adaptive.
+	// ChannelsClosed/Limit is how loaded the peer is.
 	Limit int
 	// RTT is the peer's smoothed response time; 0 until it has answered once.
 	RTT time.Duration
@@ -88,7 +89,7 @@ type Channel struct {
 
 // channelOf turns one of the pool's choices into an offered channel.
 func channelOf(c *peerpool.Choice) Channel {
-	return Channel{Peer: c.ID, Closed: c.Closed, Limit: c.Limit, RTT: c.RTT}
+	return Channel{Peer: c.ID, ChannelsClosed: c.Closed, Limit: c.Limit, RTT: c.RTT}
 }
 
 // Status describes an offer at one moment.

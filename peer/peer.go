@@ -49,13 +49,13 @@ const MaxChannelsPerPeer = math.MaxInt32
 // Usage describes one connected peer's channels.
 type Usage struct {
 	ID ID
-	// Channels is Open + Closed: the peer's Limit, or more while messages
-	// sent before its limit fell are still in flight.
-	Channels int
-	Open     int
-	Closed   int // messages in flight
-	Limit    int // the peer's current limit
-	RTT      time.Duration
+	// Channels is ChannelsOpen + ChannelsClosed: the peer's Limit, or more
+	// while messages sent before its limit fell are still in flight.
+	Channels       int
+	ChannelsOpen   int           // channels that may carry a message now
+	ChannelsClosed int           // messages in flight
+	Limit          int           // the peer's current limit
+	RTT            time.Duration // the peer's smoothed response time; 0 until it has answered once
 }
 
 // Errors returned for bad input about peers. They can be matched with

@@ -497,7 +497,7 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 	var view []string
 	for i := range st.Len {
 		c, _ := o.Channel(i)
-		view = append(view, fmt.Sprintf("%s/%d/%d/%v", c.Peer, c.Closed, c.Limit, c.RTT))
+		view = append(view, fmt.Sprintf("%s/%d/%d/%v", c.Peer, c.ChannelsClosed, c.Limit, c.RTT))
 		if !sd.connected[c.Peer] {
 			sd.violate("s%d offered a channel of %s, which is not connected", s.n, c.Peer)
 		}
@@ -763,8 +763,8 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 	// Promise 15: the message's channel closed only because the peer had
 	// fewer messages in flight than its limit.
 	for _, u := range sd.api.PeerUsage(nil) {
-		if u.ID == p.id && u.Closed > u.Limit {
-			sd.violate("%s sent a message with %d in flight, above its limit %d", p.id, u.Closed, u.Limit)
+		if u.ID == p.id && u.ChannelsClosed > u.Limit {
+			sd.violate("%s sent a message with %d in flight, above its limit %d", p.id, u.ChannelsClosed, u.Limit)
 		}
 	}
 	// Promise 16: the message's channel closed within the in-flight budget,
@@ -1054,7 +1054,7 @@ func finalChecks(t *testing.T, sd *fuzzSide, st Stats) {
 	if st.ChannelsClosed != 0 || st.RequestsInFlight != 0 || st.SendersWaiting != 0 || !st.Stopped {
 		t.Fatalf("after Stop: %+v", st)
 	}
-	if ended := st.Succeeded + st.TimedOut + st.Refused + st.Disconnected + st.ShutDown + st.WithdrawnDone; ended != st.Sent {
+	if ended := st.Succeeded + st.TimedOut + st.Refused + st.Disconnected + st.Shutdown + st.WithdrawnEnded; ended != st.Sent {
 		t.Fatalf("%d requests sent, %d ended: %+v", st.Sent, ended, st)
 	}
 }
@@ -1117,11 +1117,11 @@ func checkBalanced(t *testing.T, s *Scheduler) {
 	for _, u := range s.PeerUsage(nil) {
 		// Per peer, PeerUsage is compared with the model's; here, that
 		// the counts are sane and add up to Stats'.
-		if u.Open < 0 || u.Closed < 0 || u.Open > u.Limit {
+		if u.ChannelsOpen < 0 || u.ChannelsClosed < 0 || u.ChannelsOpen > u.Limit {
 			t.Fatalf("peer %s: %+v", u.ID, u)
 		}
-		open += u.Open
-		closed += u.Closed
+		open += u.ChannelsOpen
+		closed += u.ChannelsClosed
 	}
 	if open != st.ChannelsOpen || closed != st.ChannelsClosed {
 		t.Fatalf("peers have %d open, %d closed; Stats says %d, %d", open, closed, st.ChannelsOpen, st.ChannelsClosed)

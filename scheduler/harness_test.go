@@ -141,11 +141,11 @@ func (w *world) checkChannels() {
 		// that they add up to the count the peer connected with.
 		if n, ok := w.fixed[u.ID]; ok {
 			require.Equal(w.t, n, u.Limit, "peer %s's fixed limit", u.ID)
-			require.Equal(w.t, n, u.Open+u.Closed, "peer %s: open + closed", u.ID)
+			require.Equal(w.t, n, u.ChannelsOpen+u.ChannelsClosed, "peer %s: open + closed", u.ID)
 		}
-		require.GreaterOrEqual(w.t, u.Open, 0)
-		open += u.Open
-		closed += u.Closed
+		require.GreaterOrEqual(w.t, u.ChannelsOpen, 0)
+		open += u.ChannelsOpen
+		closed += u.ChannelsClosed
 	}
 	require.Equal(w.t, st.ChannelsOpen, open)
 	require.Equal(w.t, st.ChannelsClosed, closed)

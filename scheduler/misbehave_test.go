@@ -101,7 +101,7 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				tk, err := w.s.Schedule(snd, 0)
 				require.NoError(t, err)
 				require.ErrorIs(t, sendErr, errRefused)
-				require.Equal(t, 1, w.usage("A").Open, "the channel stays open")
+				require.Equal(t, 1, w.usage("A").ChannelsOpen, "the channel stays open")
 				require.True(t, w.s.WithdrawSender(tk), "the sender sent nothing: it still waits")
 				a.fail = nil
 			},
@@ -117,7 +117,7 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				tk, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) { sendErr = o.Notify(0, "x", time.Second) }}, 0)
 				require.NoError(t, err)
 				require.ErrorIs(t, sendErr, ErrSendPanicked)
-				require.Equal(t, 1, w.usage("A").Open, "the channel stays open")
+				require.Equal(t, 1, w.usage("A").ChannelsOpen, "the channel stays open")
 				require.True(t, w.s.WithdrawSender(tk))
 				a.panics = nil
 				require.Equal(t, uint64(1), w.s.Stats().SendErrors)
@@ -143,7 +143,7 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 					require.ErrorIs(t, w.s.Deliver("A", id, "forged"), ErrUnknownRequest)
 				}
 				require.Equal(t, uint64(4), w.s.Stats().Unknown)
-				require.Equal(t, 2, w.usage("A").Open, "nothing was disturbed")
+				require.Equal(t, 2, w.usage("A").ChannelsOpen, "nothing was disturbed")
 			},
 			counted: func(st Stats) uint64 { return min(st.Unknown, 1) },
 			log:     wantLog{slog.LevelWarn, "peersched: dropped a response", map[string]string{"from": "A", "reason": ErrUnknownRequest.Error()}},
@@ -437,7 +437,7 @@ func requireStoppedCleanly(t *testing.T, w *world) {
 	require.Zero(t, st.SendersWaiting)
 	require.Zero(t, st.RequestsInFlight)
 	require.Zero(t, st.ChannelsClosed)
-	require.Equal(t, st.Sent, st.Succeeded+st.TimedOut+st.Disconnected+st.ShutDown+st.WithdrawnDone)
+	require.Equal(t, st.Sent, st.Succeeded+st.TimedOut+st.Disconnected+st.Shutdown+st.WithdrawnEnded)
 	_, err := w.s.Schedule(&script{}, 0)
 	require.ErrorIs(t, err, ErrStopped)
 	require.ErrorIs(t, w.s.Connect(&hostPeer{id: "late"}, 1), ErrStopped)

@@ -949,7 +949,7 @@ func (m *model) finish(q *mReq, o outcome) {
 	r, id, from := q.r, q.id, q.to.id
 	switch {
 	case r == nil:
-		m.st.WithdrawnDone++
+		m.st.WithdrawnEnded++
 		return
 	case o == answered:
 		m.st.Succeeded++
@@ -969,7 +969,7 @@ func (m *model) finish(q *mReq, o outcome) {
 		m.st.Disconnected++
 		reason = receiver.Disconnected
 	case shutDown:
-		m.st.ShutDown++
+		m.st.Shutdown++
 		reason = receiver.Shutdown
 	}
 	m.pending = append(m.pending, mCallback{f: func() { r.OnFailure(id, from, reason) }, receiver: true})
@@ -1241,7 +1241,7 @@ func (m *model) ClassUsage(dst []ClassUsage) []ClassUsage {
 func (m *model) PeerUsage(dst []peer.Usage) []peer.Usage {
 	for _, id := range slices.Sorted(maps.Keys(m.peers)) {
 		p := m.peers[id]
-		dst = append(dst, peer.Usage{ID: p.id, Channels: p.open() + p.closed, Open: p.open(), Closed: p.closed, Limit: p.limit, RTT: p.rtt})
+		dst = append(dst, peer.Usage{ID: p.id, Channels: p.open() + p.closed, ChannelsOpen: p.open(), ChannelsClosed: p.closed, Limit: p.limit, RTT: p.rtt})
 	}
 	return dst
 }

@@ -133,13 +133,13 @@ func TestPromise03_ChannelsAreConserved(t *testing.T) {
 			require.NoError(t, err)
 			w.checkChannels()
 		}
-		require.Equal(t, peer.Usage{ID: "A", Channels: 3, Open: 0, Closed: 3, Limit: 3}, w.usage("A"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 3, ChannelsOpen: 0, ChannelsClosed: 3, Limit: 3}, w.usage("A"))
 
 		// A channel reopens exactly once: by its response, not again by its deadline.
 		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
-		require.Equal(t, 1, w.usage("A").Open)
+		require.Equal(t, 1, w.usage("A").ChannelsOpen)
 		w.advance(2 * time.Second)
-		require.Equal(t, 3, w.usage("A").Open, "the two others timed out")
+		require.Equal(t, 3, w.usage("A").ChannelsOpen, "the two others timed out")
 		w.checkChannels()
 
 		// A failed host send: the sender gets the error, the channel stays
@@ -153,7 +153,7 @@ func TestPromise03_ChannelsAreConserved(t *testing.T) {
 		}}, 0)
 		require.NoError(t, err)
 		require.ErrorIs(t, sendErr, errRefused)
-		require.Equal(t, 3, w.usage("A").Open)
+		require.Equal(t, 3, w.usage("A").ChannelsOpen)
 		require.True(t, w.s.WithdrawSender(failing), "a sender whose send failed sent nothing: it still waits")
 		calls := rec.total()
 		w.advance(time.Hour)
@@ -169,7 +169,7 @@ func TestPromise03_ChannelsAreConserved(t *testing.T) {
 		require.Zero(t, seen.offerCount())
 		w.connect("A", 1)
 		require.Equal(t, 1, seen.offerCount())
-		require.Equal(t, peer.Usage{ID: "A", Channels: 1, Open: 1, Limit: 1}, w.usage("A"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 1, ChannelsOpen: 1, Limit: 1}, w.usage("A"))
 	})
 }
 
@@ -180,11 +180,11 @@ func TestPromise03_NotificationReopensAfterDigest(t *testing.T) {
 			require.NoError(t, o.Notify(0, "hello", 300*time.Millisecond))
 		}}, 0)
 		require.NoError(t, err)
-		require.Equal(t, 1, w.usage("A").Closed)
+		require.Equal(t, 1, w.usage("A").ChannelsClosed)
 		w.advance(299 * time.Millisecond)
-		require.Equal(t, 1, w.usage("A").Closed, "still digesting")
+		require.Equal(t, 1, w.usage("A").ChannelsClosed, "still digesting")
 		w.advance(time.Millisecond)
-		require.Equal(t, 1, w.usage("A").Open)
+		require.Equal(t, 1, w.usage("A").ChannelsOpen)
 		require.Equal(t, []sentMessage{{0, "hello"}}, w.peers["A"].sends(), "a notification carries request ID 0")
 	})
 }
@@ -333,7 +333,7 @@ func TestPromise04_NoSenderHoldsChannelsItDidNotSendOn(t *testing.T) {
 		}}
 		_, err := w.s.Schedule(greedy, 0)
 		require.NoError(t, err)
-		require.Equal(t, 1, w.usage("A").Open, "the channel it did not use is open again")
+		require.Equal(t, 1, w.usage("A").ChannelsOpen, "the channel it did not use is open again")
 		_, err = kept.Request(1, "later", newOutcomes(), time.Minute)
 		require.ErrorIs(t, err, ErrOfferExpired, "an offer cannot be used after its callback")
 		require.Zero(t, kept.Len())
@@ -707,14 +707,14 @@ func TestPromise11_Withdrawal(t *testing.T) {
 		require.True(t, w.s.WithdrawReceiver(byResponse))
 		require.True(t, w.s.WithdrawReceiver(byDeadline))
 		require.False(t, w.s.WithdrawReceiver(byDeadline), "already withdrawn")
-		require.Equal(t, 2, w.usage("A").Closed, "withdrawn requests keep their channels")
+		require.Equal(t, 2, w.usage("A").ChannelsClosed, "withdrawn requests keep their channels")
 
 		require.NoError(t, w.s.Deliver("A", byResponse, "ignored"))
-		require.Equal(t, 1, w.usage("A").Open, "the response reopens its channel")
+		require.Equal(t, 1, w.usage("A").ChannelsOpen, "the response reopens its channel")
 		w.advance(time.Second)
-		require.Equal(t, 2, w.usage("A").Open, "the deadline reopens the other")
+		require.Equal(t, 2, w.usage("A").ChannelsOpen, "the deadline reopens the other")
 		require.Zero(t, rec.total(), "no receiver callback after withdrawal")
-		require.Equal(t, uint64(2), w.s.Stats().WithdrawnDone)
+		require.Equal(t, uint64(2), w.s.Stats().WithdrawnEnded)
 
 		// A waiting sender withdrawn from inside another sender's offer.
 		var victimTicket offer.Ticket
@@ -757,7 +757,7 @@ func TestPromise11_WithdrawingARunningOfferExpiresItAtOnce(t *testing.T) {
 		close(release)
 		w.settle()
 		require.ErrorIs(t, sendErr, ErrOfferExpired, "the withdrawal expired the offer at once")
-		require.Equal(t, 1, w.usage("A").Open)
+		require.Equal(t, 1, w.usage("A").ChannelsOpen)
 		require.Empty(t, w.peers["A"].sends())
 		w.connect("B", 1)
 		w.settle()
@@ -875,7 +875,7 @@ func TestPromise13_APanickingCallbackCannotBreakTheScheduler(t *testing.T) {
 		require.NoError(t, w.s.Deliver("A", ids[1], "fine"))
 		require.Equal(t, []string{"response from A: fine"}, rec.of(ids[1]))
 		w.checkChannels()
-		require.Equal(t, 2, w.usage("A").Open)
+		require.Equal(t, 2, w.usage("A").ChannelsOpen)
 		st := w.s.Stats()
 		require.Equal(t, uint64(3), st.PanicsHandled)
 		logMu.Lock()
@@ -972,7 +972,7 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 		// messages in flight than its limit.
 		a.onSend = func(uint64, any) {
 			u := w.usage("A")
-			require.LessOrEqual(t, u.Closed, u.Limit, "a send beyond the peer's limit")
+			require.LessOrEqual(t, u.ChannelsClosed, u.Limit, "a send beyond the peer's limit")
 		}
 		require.NoError(t, w.s.ConnectWith(a, peer.Options{Limiter: l}))
 		w.peers["A"] = a
@@ -991,7 +991,7 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 		_, err := w.s.Schedule(greedy, 0)
 		require.NoError(t, err)
 		require.Len(t, ids, 3)
-		require.Equal(t, peer.Usage{ID: "A", Channels: 3, Closed: 3, Limit: 3}, w.usage("A"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 3, ChannelsClosed: 3, Limit: 3}, w.usage("A"))
 
 		// An answer lowers the limit to 1. Nothing in flight is cancelled:
 		// the two others keep their channels, which retire as they end.
@@ -1000,14 +1000,14 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 		require.NoError(t, w.s.Deliver("A", ids[0], "first"))
 		require.Equal(t, []limit.Sample{{Outcome: limit.Answered, RTT: 20 * time.Millisecond, InFlight: 3, Now: 20 * time.Millisecond}},
 			l.seen(), "the limiter sees the answer with its RTT and the peer's messages in flight")
-		require.Equal(t, peer.Usage{ID: "A", Channels: 2, Closed: 2, Limit: 1, RTT: 20 * time.Millisecond}, w.usage("A"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 2, ChannelsClosed: 2, Limit: 1, RTT: 20 * time.Millisecond}, w.usage("A"))
 		require.Equal(t, 1, rec.total(), "the other two are still in flight")
 		waiting := &script{onOffer: sendFirst(rec, time.Second, &ids)}
 		_, err = w.s.Schedule(waiting, 0)
 		require.NoError(t, err)
 		require.NoError(t, w.s.Deliver("A", ids[1], "second"))
 		require.Zero(t, waiting.offerCount(), "the channel retired: the peer is at its limit")
-		require.Equal(t, peer.Usage{ID: "A", Channels: 1, Closed: 1, Limit: 1, RTT: 20 * time.Millisecond}, w.usage("A"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 1, ChannelsClosed: 1, Limit: 1, RTT: 20 * time.Millisecond}, w.usage("A"))
 
 		// The last one times out, below the limit: its channel reopens, and
 		// the waiting sender gets it.
@@ -1016,12 +1016,12 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 			"a timeout is shown too")
 		require.Equal(t, 1, waiting.offerCount())
 		require.Len(t, ids, 4)
-		require.Equal(t, 1, w.usage("A").Closed)
+		require.Equal(t, 1, w.usage("A").ChannelsClosed)
 
 		// A higher limit opens channels at once.
 		l.setNext(4)
 		require.NoError(t, w.s.Deliver("A", ids[3], "fourth"))
-		require.Equal(t, peer.Usage{ID: "A", Channels: 4, Open: 4, Limit: 4, RTT: w.usage("A").RTT}, w.usage("A"))
+		require.Equal(t, peer.Usage{ID: "A", Channels: 4, ChannelsOpen: 4, Limit: 4, RTT: w.usage("A").RTT}, w.usage("A"))
 
 		// Ends that say nothing about the peer's capacity are not shown: a
 		// disconnect, a stop, a refused send.
@@ -1067,7 +1067,7 @@ func TestPromise15_ALimiterPanicIsReportedAndTheLimitHolds(t *testing.T) {
 		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
 		require.Equal(t, uint64(1), w.s.Stats().PanicsHandled)
 		require.Equal(t, 2, w.usage("A").Limit)
-		require.Equal(t, 2, w.usage("A").Open)
+		require.Equal(t, 2, w.usage("A").ChannelsOpen)
 		logMu.Lock()
 		out := logs.String()
 		logMu.Unlock()
@@ -1088,7 +1088,7 @@ func TestPromise15_AnExplicitRefusalMakesAnAdaptivePeerBackOff(t *testing.T) {
 			p := &hostPeer{id: id}
 			p.onSend = func(uint64, any) {
 				u := w.usage(id)
-				require.LessOrEqual(t, u.Closed, u.Limit, "a send beyond the peer's limit")
+				require.LessOrEqual(t, u.ChannelsClosed, u.Limit, "a send beyond the peer's limit")
 			}
 			require.NoError(t, w.s.ConnectWith(p, peer.Options{}))
 			w.peers[id] = p
@@ -1098,7 +1098,7 @@ func TestPromise15_AnExplicitRefusalMakesAnAdaptivePeerBackOff(t *testing.T) {
 		// requests' IDs.
 		fill := func(to peer.ID) []receiver.RequestID {
 			var ids []receiver.RequestID
-			if w.usage(to).Open == 0 {
+			if w.usage(to).ChannelsOpen == 0 {
 				return nil
 			}
 			_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
@@ -1195,10 +1195,10 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 		// A disconnect frees its peer's share of the budget too: here, a
 		// request and the notification.
 		both := peer.ID("A")
-		if w.usage("B").Closed == 2 {
+		if w.usage("B").ChannelsClosed == 2 {
 			both = "B"
 		}
-		require.Equal(t, 2, w.usage(both).Closed, "one peer holds a request and the notification")
+		require.Equal(t, 2, w.usage(both).ChannelsClosed, "one peer holds a request and the notification")
 		require.NoError(t, w.s.Disconnect(both))
 		require.Equal(t, 1, low.offerCount(), "the low sender goes once the budget has room")
 		require.Equal(t, 2, w.s.Stats().ChannelsClosed, "the other peer's request and the low sender's")

@@ -77,7 +77,7 @@ func TestRefuseEndsTheRequestAsRefused(t *testing.T) {
 		require.Empty(t, rec.of(ids[2]))
 		st = w.s.Stats()
 		require.Equal(t, uint64(1), st.Refused, "counted as a withdrawn request's end, as a response would be")
-		require.Equal(t, uint64(1), st.WithdrawnDone)
+		require.Equal(t, uint64(1), st.WithdrawnEnded)
 		require.Equal(t, 1, st.ChannelsOpen)
 		require.Len(t, l.seen(), 3)
 	})
@@ -132,8 +132,8 @@ func TestRefuseDropsWhatDeliverDrops(t *testing.T) {
 		require.Equal(t, uint64(1), st.Refused)
 		require.Equal(t, uint64(1), st.Succeeded)
 		require.Equal(t, uint64(1), st.TimedOut)
-		require.Equal(t, 3, w.usage("A").Open)
-		require.Equal(t, 1, w.usage("B").Closed, "the notification, on B, still holds its channel")
+		require.Equal(t, 3, w.usage("A").ChannelsOpen)
+		require.Equal(t, 1, w.usage("B").ChannelsClosed, "the notification, on B, still holds its channel")
 
 		w.s.Stop()
 		require.ErrorIs(t, w.s.Refuse("A", refused), ErrStopped)
@@ -158,7 +158,7 @@ func TestRefuseWhileTheHostSends(t *testing.T) {
 				var refuseErr error
 				a.onSend = func(id uint64, _ any) {
 					refuseErr = w.s.Refuse("A", receiver.RequestID(id))
-					require.Equal(t, 1, w.usage("A").Closed, "the request holds its channel until Send returns")
+					require.Equal(t, 1, w.usage("A").ChannelsClosed, "the request holds its channel until Send returns")
 				}
 				if sendFails {
 					a.fail = errRefused
@@ -180,7 +180,7 @@ func TestRefuseWhileTheHostSends(t *testing.T) {
 					require.ErrorIs(t, w.s.Refuse("A", ids[0]), ErrDuplicateResponse)
 				}
 				require.Zero(t, st.RequestsInFlight)
-				require.Equal(t, 1, w.usage("A").Open)
+				require.Equal(t, 1, w.usage("A").ChannelsOpen)
 				require.Empty(t, l.seen(), "an outcome that came during the send is shown to no limiter")
 			})
 		})

@@ -140,7 +140,7 @@ func TestRegression_StopWhileSendingKeepsTheOutcomeAlreadyHeld(t *testing.T) {
 				require.Equal(t, []string{tc.want}, rec.of(ids[0]))
 				st := w.s.Stats()
 				require.Equal(t, uint64(1), tc.counts(st))
-				require.Zero(t, st.ShutDown)
+				require.Zero(t, st.Shutdown)
 			})
 		})
 	}
@@ -227,7 +227,7 @@ func TestRegression_NotificationForAGonePeerHoldsNoChannelOfItsSuccessor(t *test
 		require.NotZero(t, id)
 
 		w.advance(5 * time.Millisecond) // the notification's digest time
-		require.Equal(t, peer.Usage{ID: "B", Channels: 1, Open: 0, Closed: 1, Limit: 1}, w.usage("B"),
+		require.Equal(t, peer.Usage{ID: "B", Channels: 1, ChannelsOpen: 0, ChannelsClosed: 1, Limit: 1}, w.usage("B"),
 			"B's only channel is still held by its request")
 		w.checkChannels()
 	})

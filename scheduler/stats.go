@@ -16,15 +16,20 @@ type Stats struct {
 	SendersWaiting   int
 	RequestsInFlight int // sent and not yet ended, withdrawn ones included
 
-	Sent          uint64 // requests the host accepted
-	Notified      uint64 // notifications the host accepted
-	SendErrors    uint64 // sends the host refused (or panicked on)
-	Succeeded     uint64 // requests answered
-	TimedOut      uint64
-	Refused       uint64 // requests the peer refused (see Refuse)
-	Disconnected  uint64 // requests failed because their peer disconnected
-	ShutDown      uint64 // requests failed by Stop
-	WithdrawnDone uint64 // withdrawn requests whose channel has reopened
+	Sent         uint64 // requests the host accepted
+	Notified     uint64 // notifications the host accepted
+	SendErrors   uint64 // sends the host refused (or panicked on)
+	Succeeded    uint64 // requests answered
+	TimedOut     uint64
+	Refused      uint64 // requests the peer refused (see Refuse)
+	Disconnected uint64 // requests failed because their peer disconnected
+	Shutdown     uint64 // requests failed by Stop (with receiver.Shutdown)
+	// WithdrawnEnded counts requests whose receiver was withdrawn and that
+	// have since ended (answered, timed out or failed; their channel has
+	// reopened). A request ends once, in one of the counts from Succeeded
+	// to here: once none is in flight (after Stop, say), they add up to
+	// Sent.
+	WithdrawnEnded uint64
 
 	// Responses and refusals dropped, by reason.
 	Late          uint64
@@ -55,8 +60,8 @@ func (s *Scheduler) Stats() Stats {
 		TimedOut:         c.timedOut,
 		Refused:          c.refused,
 		Disconnected:     c.disconnected,
-		ShutDown:         c.shutdown,
-		WithdrawnDone:    c.withdrawnEnded,
+		Shutdown:         c.shutdown,
+		WithdrawnEnded:   c.withdrawnEnded,
 		Late:             c.late,
 		Unknown:          c.unknown,
 		WrongPeer:        c.wrongPeer,

@@ -158,11 +158,11 @@ func runStress(t *testing.T, seed uint64) {
 			t.Fatalf("seed %d: sender %d left %d times", seed, i, got)
 		}
 	}
-	if st.Succeeded != responses || st.TimedOut != timeouts || st.Disconnected != disconnects || st.ShutDown != shutdowns {
+	if st.Succeeded != responses || st.TimedOut != timeouts || st.Disconnected != disconnects || st.Shutdown != shutdowns {
 		t.Fatalf("seed %d: Stats %+v, receivers saw %d responses, %d timeouts, %d disconnects, %d shutdowns",
 			seed, st, responses, timeouts, disconnects, shutdowns)
 	}
-	if ended := st.Succeeded + st.TimedOut + st.Disconnected + st.ShutDown + st.WithdrawnDone; ended != st.Sent || uint64(len(w.requests)) != st.Sent {
+	if ended := st.Succeeded + st.TimedOut + st.Disconnected + st.Shutdown + st.WithdrawnEnded; ended != st.Sent || uint64(len(w.requests)) != st.Sent {
 		t.Fatalf("seed %d: %d requests sent (%d seen by the senders), %d ended: %+v", seed, st.Sent, len(w.requests), ended, st)
 	}
 	if !st.Stopped || st.ChannelsClosed != 0 || st.RequestsInFlight != 0 || st.SendersWaiting != 0 {
@@ -173,7 +173,7 @@ func runStress(t *testing.T, seed uint64) {
 		t.Fatalf("seed %d: %d panics handled, %d logged", seed, st.PanicsHandled, n)
 	}
 	t.Logf("seed %d: %d operations by %d goroutines and their callbacks; %d senders, %d requests (%d answered, %d timed out, %d disconnected, %d shut down, %d withdrawn), %d notifications, %d send errors, %d panics, %d late, %d duplicate, %d wrong-peer, %d unknown responses; %d offers reached a sender after its withdrawal (all expired); stopped %s",
-		seed, w.ops.Load(), stressWorkers, len(w.senders), st.Sent, st.Succeeded, st.TimedOut, st.Disconnected, st.ShutDown, st.WithdrawnDone,
+		seed, w.ops.Load(), stressWorkers, len(w.senders), st.Sent, st.Succeeded, st.TimedOut, st.Disconnected, st.Shutdown, st.WithdrawnEnded,
 		st.Notified, st.SendErrors, st.PanicsHandled, st.Late, st.Duplicate, st.WrongPeer, st.Unknown, w.lateOffers,
 		stopPlaces[w.stopKind])
 }
@@ -216,7 +216,7 @@ func (w *stressWorld) work(r *rand.Rand) {
 			// Every peer here has a fixed count: open and closed add up
 			// to it, and never more are closed.
 			for _, u := range w.s.PeerUsage(nil) {
-				if u.Open+u.Closed != u.Limit || u.Open < 0 {
+				if u.ChannelsOpen+u.ChannelsClosed != u.Limit || u.ChannelsOpen < 0 {
 					w.violate("peer %s: %+v", u.ID, u)
 				}
 			}

@@ -214,7 +214,7 @@ func (r *transcriptRunner) run(command string) string {
 		st := r.s.Stats()
 		r.printf("peers=%d open=%d closed=%d waiting=%d inflight=%d", st.Peers, st.ChannelsOpen, st.ChannelsClosed, st.SendersWaiting, st.RequestsInFlight)
 		r.printf("sent=%d notified=%d ok=%d timeout=%d disconnected=%d shutdown=%d late=%d unknown=%d wrong-peer=%d duplicate=%d",
-			st.Sent, st.Notified, st.Succeeded, st.TimedOut, st.Disconnected, st.ShutDown, st.Late, st.Unknown, st.WrongPeer, st.Duplicate)
+			st.Sent, st.Notified, st.Succeeded, st.TimedOut, st.Disconnected, st.Shutdown, st.Late, st.Unknown, st.WrongPeer, st.Duplicate)
 	default:
 		r.t.Fatalf("unknown command %q", command)
 	}

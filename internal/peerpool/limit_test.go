@@ -51,12 +51,12 @@ func TestLowerLimitRetiresChannelsAsTheirMessagesEnd(t *testing.T) {
 	}
 	l.next = 2
 	require.Nil(t, pl.Observe(ref, answered(time.Millisecond)))
-	require.Equal(t, peer.Usage{ID: "a", Channels: 4, Closed: 4, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"),
+	require.Equal(t, peer.Usage{ID: "a", Channels: 4, ChannelsClosed: 4, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"),
 		"nothing in flight is taken away")
 	opened := pl.Openings()
 	require.False(t, pl.Reopen(ref), "above the limit: the channel retires")
 	require.False(t, pl.Reopen(ref))
-	require.Equal(t, peer.Usage{ID: "a", Channels: 2, Closed: 2, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
+	require.Equal(t, peer.Usage{ID: "a", Channels: 2, ChannelsClosed: 2, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
 	require.True(t, pl.Reopen(ref), "within the limit: it opens")
 	require.Equal(t, opened+1, pl.Openings())
 	require.Equal(t, 1, pl.Open())
@@ -66,7 +66,7 @@ func TestLowerLimitRetiresChannelsAsTheirMessagesEnd(t *testing.T) {
 	// one goes at once.
 	l.next = 1
 	require.Nil(t, pl.Observe(ref, answered(time.Millisecond)))
-	require.Equal(t, peer.Usage{ID: "a", Channels: 1, Closed: 1, Limit: 1, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
+	require.Equal(t, peer.Usage{ID: "a", Channels: 1, ChannelsClosed: 1, Limit: 1, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
 	require.Zero(t, pl.Open())
 	require.Empty(t, pl.Best(nil, 0), "a peer at its limit offers nothing")
 	require.Zero(t, pl.Close(ref))
@@ -82,7 +82,7 @@ func TestHigherLimitOpensChannelsAtOnce(t *testing.T) {
 	l.next = 3
 	require.Nil(t, pl.Observe(ref, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 1}))
 	require.Equal(t, opened+1, pl.Openings(), "new channels count as one opening")
-	require.Equal(t, peer.Usage{ID: "a", Channels: 3, Open: 2, Closed: 1, Limit: 3, RTT: time.Second}, usageOf(t, &pl, "a"))
+	require.Equal(t, peer.Usage{ID: "a", Channels: 3, ChannelsOpen: 2, ChannelsClosed: 1, Limit: 3, RTT: time.Second}, usageOf(t, &pl, "a"))
 	require.Len(t, pl.Best(nil, 0), 2)
 	require.Equal(t, 3, pl.Best(nil, 1)[0].Limit, "a choice carries its peer's limit")
 	require.Equal(t, []limit.Sample{{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 1}}, l.samples)
@@ -94,7 +94,7 @@ func TestHigherLimitOpensChannelsAtOnce(t *testing.T) {
 	fixed, err := pl.Connect(fakePeer("b"), "b", 2)
 	require.NoError(t, err)
 	require.Nil(t, pl.Observe(fixed, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second}))
-	require.Equal(t, peer.Usage{ID: "b", Channels: 2, Open: 2, Limit: 2, RTT: time.Second}, usageOf(t, &pl, "b"))
+	require.Equal(t, peer.Usage{ID: "b", Channels: 2, ChannelsOpen: 2, Limit: 2, RTT: time.Second}, usageOf(t, &pl, "b"))
 }
 
 // TestAFailureMovesTheLimitButNotTheResponseTime: a refusal (limit.Failed)
@@ -115,7 +115,7 @@ func TestAFailureMovesTheLimitButNotTheResponseTime(t *testing.T) {
 	refusal := limit.Sample{Outcome: limit.Failed, RTT: time.Millisecond}
 	require.Nil(t, pl.Observe(slow, refusal))
 	require.Equal(t, []limit.Sample{{Outcome: limit.Failed, RTT: time.Millisecond, InFlight: 1}}, l.samples[1:])
-	require.Equal(t, peer.Usage{ID: "a", Channels: 1, Closed: 1, Limit: 1, RTT: 50 * time.Millisecond}, usageOf(t, &pl, "a"))
+	require.Equal(t, peer.Usage{ID: "a", Channels: 1, ChannelsClosed: 1, Limit: 1, RTT: 50 * time.Millisecond}, usageOf(t, &pl, "a"))
 	pl.Reopen(slow)
 	for range 20 {
 		require.Nil(t, pl.Observe(slow, refusal))

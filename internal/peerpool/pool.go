@@ -340,7 +340,7 @@ func (pl *Pool) Len() int { return len(pl.slotOf) }
 func (pl *Pool) Usage(dst []peer.Usage) []peer.Usage {
 	for _, slot := range pl.slotOf {
 		r := &pl.records[slot]
-		dst = append(dst, peer.Usage{ID: r.id, Channels: int(r.open() + r.closed), Open: int(r.open()), Closed: int(r.closed),
+		dst = append(dst, peer.Usage{ID: r.id, Channels: int(r.open() + r.closed), ChannelsOpen: int(r.open()), ChannelsClosed: int(r.closed),
 			Limit: int(r.limit), RTT: r.rtt})
 	}
 	return dst

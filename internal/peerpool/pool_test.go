@@ -61,7 +61,7 @@ func TestReconnectedPeerIsNew(t *testing.T) {
 	require.Zero(t, pl.Close(old))
 	pl.ObserveRTT(old, time.Second)
 	u := pl.Usage(nil)
-	require.Equal(t, []peer.Usage{{ID: "a", Channels: 3, Open: 3, Limit: 3}}, u, "nothing of the old peer leaks into the new one")
+	require.Equal(t, []peer.Usage{{ID: "a", Channels: 3, ChannelsOpen: 3, Limit: 3}}, u, "nothing of the old peer leaks into the new one")
 }
 
 func TestCloseAndReopenConserveChannels(t *testing.T) {
@@ -424,10 +424,10 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 		}
 		open, closed := 0, 0
 		for _, u := range pl.Usage(nil) {
-			require.Equal(t, u.Channels, u.Open+u.Closed)
-			require.Equal(t, max(u.Limit-u.Closed, 0), u.Open, "step %d: %+v", step, u)
-			open += u.Open
-			closed += u.Closed
+			require.Equal(t, u.Channels, u.ChannelsOpen+u.ChannelsClosed)
+			require.Equal(t, max(u.Limit-u.ChannelsClosed, 0), u.ChannelsOpen, "step %d: %+v", step, u)
+			open += u.ChannelsOpen
+			closed += u.ChannelsClosed
 		}
 		require.Equal(t, open, pl.Open())
 		require.Equal(t, closed, pl.ClosedChannels())
