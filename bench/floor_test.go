@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/internal/slab"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
 
@@ -51,7 +52,7 @@ func (f *floor) send(p *hostPeer) error {
 	h, s := f.slots.AllocArmed(now, f.timeout)
 	s.receiver, s.peer = &f.rcv, p.index
 	f.mu.Unlock()
-	return p.Send(uint64(h), message)
+	return p.Send(peer.RequestID(h), message)
 }
 
 // deliver hands the response to request id from peer index from, after
@@ -75,7 +76,7 @@ func (f *floor) deliver(from int32, id uint64, resp any) error {
 	r := s.receiver
 	f.slots.Free(h)
 	f.mu.Unlock()
-	r.OnResponse(receiver.RequestID(id), f.peers[from].id, resp)
+	r.OnResponse(peer.RequestID(id), f.peers[from].id, resp)
 	return nil
 }
 
@@ -85,7 +86,7 @@ func (f *floor) deliver(from int32, id uint64, resp any) error {
 func (f *floor) expireLocked(h slab.Handle, s *floorSlot) {
 	r, from := s.receiver, s.peer
 	f.slots.Free(h)
-	r.OnFailure(receiver.RequestID(h), f.peers[from].id, receiver.Timeout)
+	r.OnFailure(peer.RequestID(h), f.peers[from].id, receiver.Timeout)
 }
 
 func (f *floor) fill(n int) error {

@@ -105,9 +105,9 @@ type hostPeer struct {
 
 func (p *hostPeer) ID() peer.ID { return p.id }
 
-func (p *hostPeer) Send(requestID uint64, _ any) error {
+func (p *hostPeer) Send(requestID peer.RequestID, _ any) error {
 	if requestID != 0 && p.out != nil {
-		p.out.push(outstanding{id: requestID, peer: p.index})
+		p.out.push(outstanding{id: uint64(requestID), peer: p.index})
 	}
 	return nil
 }

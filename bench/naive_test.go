@@ -77,7 +77,7 @@ func (n *naive) send(p *hostPeer) error {
 	n.pending[id] = r
 	n.inFlight[p.id]++
 	n.mu.Unlock()
-	if err := p.Send(id, message); err != nil {
+	if err := p.Send(peer.RequestID(id), message); err != nil {
 		n.mu.Lock()
 		if n.pending[id] == r {
 			r.timer.Stop()

@@ -21,9 +21,9 @@ type countingReceiver struct {
 	responses, failures atomic.Uint64
 }
 
-func (r *countingReceiver) OnResponse(receiver.RequestID, peer.ID, any) { r.responses.Add(1) }
+func (r *countingReceiver) OnResponse(peer.RequestID, peer.ID, any) { r.responses.Add(1) }
 
-func (r *countingReceiver) OnFailure(receiver.RequestID, peer.ID, receiver.Reason) {
+func (r *countingReceiver) OnFailure(peer.RequestID, peer.ID, receiver.Reason) {
 	r.failures.Add(1)
 }
 
@@ -168,14 +168,14 @@ type reschedulingReceiver struct {
 	timeouts              atomic.Uint64
 }
 
-func (r *reschedulingReceiver) OnResponse(receiver.RequestID, peer.ID, any) {
+func (r *reschedulingReceiver) OnResponse(peer.RequestID, peer.ID, any) {
 	r.responses.Add(1)
 	if r.onResponse {
 		r.sys.schedule()
 	}
 }
 
-func (r *reschedulingReceiver) OnFailure(_ receiver.RequestID, _ peer.ID, reason receiver.Reason) {
+func (r *reschedulingReceiver) OnFailure(_ peer.RequestID, _ peer.ID, reason receiver.Reason) {
 	r.failures.Add(1)
 	if reason == receiver.Timeout {
 		r.timeouts.Add(1)
@@ -211,7 +211,7 @@ func (sys *schedSystem) step() error {
 	for {
 		o, ok := sys.out.pop()
 		if ok {
-			return sys.s.Deliver(sys.peers[o.peer].id, receiver.RequestID(o.id), response)
+			return sys.s.Deliver(sys.peers[o.peer].id, peer.RequestID(o.id), response)
 		}
 		if sys.inline {
 			return errFIFOEmpty

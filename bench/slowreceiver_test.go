@@ -78,7 +78,7 @@ func (l *loopSender) OnOffer(o offer.Offer) {
 
 func (l *loopSender) OnDiscard() {}
 
-func (l *loopSender) OnResponse(receiver.RequestID, peer.ID, any) {
+func (l *loopSender) OnResponse(peer.RequestID, peer.ID, any) {
 	if l.slow {
 		var buf [slowWork]byte
 		sum := sha256.Sum256(buf[:])
@@ -90,7 +90,7 @@ func (l *loopSender) OnResponse(receiver.RequestID, peer.ID, any) {
 }
 
 // OnFailure counts failures other than the shutdown that ends every run.
-func (l *loopSender) OnFailure(_ receiver.RequestID, _ peer.ID, reason receiver.Reason) {
+func (l *loopSender) OnFailure(_ peer.RequestID, _ peer.ID, reason receiver.Reason) {
 	if reason != receiver.Shutdown {
 		l.sys.failures.Add(1)
 	}
@@ -145,7 +145,7 @@ func benchSlowReceiver(b *testing.B, inline bool) {
 			default:
 			}
 			if o, ok := sys.slow.pop(); ok {
-				_ = sys.s.Deliver("b-slow", receiver.RequestID(o.id), response)
+				_ = sys.s.Deliver("b-slow", peer.RequestID(o.id), response)
 			} else {
 				runtime.Gosched()
 			}
@@ -155,7 +155,7 @@ func benchSlowReceiver(b *testing.B, inline bool) {
 	for b.Loop() {
 		o := next(sys.fast)
 		start := time.Now()
-		_ = sys.s.Deliver("a-fast", receiver.RequestID(o.id), response)
+		_ = sys.s.Deliver("a-fast", peer.RequestID(o.id), response)
 		took = append(took, time.Since(start))
 	}
 	b.StopTimer()
@@ -183,11 +183,11 @@ func TestTwoLoopsHarnessDeliversBothPeers(t *testing.T) {
 			}
 			for range 200 {
 				o := next(sys.fast)
-				if err := sys.s.Deliver("a-fast", receiver.RequestID(o.id), response); err != nil {
+				if err := sys.s.Deliver("a-fast", peer.RequestID(o.id), response); err != nil {
 					t.Fatal(err)
 				}
 				o = next(sys.slow)
-				if err := sys.s.Deliver("b-slow", receiver.RequestID(o.id), response); err != nil {
+				if err := sys.s.Deliver("b-slow", peer.RequestID(o.id), response); err != nil {
 					t.Fatal(err)
 				}
 			}

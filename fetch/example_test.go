@@ -8,7 +8,6 @@ import (
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/simnet"
 )
@@ -26,7 +25,7 @@ func ExampleRun() {
 	net, _ := simnet.New(simnet.Config{
 		Ledger:  l,
 		Seed:    1,
-		Deliver: func(from peer.ID, id receiver.RequestID, r any) { _ = s.Deliver(from, id, r) },
+		Deliver: func(from peer.ID, id peer.RequestID, r any) { _ = s.Deliver(from, id, r) },
 	})
 	defer net.Close()
 	for i, prof := range []simnet.Profile{
@@ -61,7 +60,7 @@ func ExamplePeerset() {
 	net, _ := simnet.New(simnet.Config{
 		Ledger:  l,
 		Seed:    1,
-		Deliver: func(from peer.ID, id receiver.RequestID, r any) { _ = ps.Deliver(from, id, r) },
+		Deliver: func(from peer.ID, id peer.RequestID, r any) { _ = ps.Deliver(from, id, r) },
 	})
 	defer net.Close()
 	for i := range 4 {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/simnet"
 )
@@ -150,12 +149,12 @@ func runInBubble(t *testing.T, s sim) outcome {
 		Ledger:       s.ledger,
 		Clock:        clk,
 		Seed:         s.seed,
-		Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
+		Deliver:      func(from peer.ID, id peer.RequestID, r any) { _ = host.Deliver(from, id, r) },
 		OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
 		OnReconnect:  func(p *simnet.Peer) { _ = connectOne(p) },
 	}
 	if r, ok := host.(Refuser); ok && s.refusals {
-		netCfg.Refuse = func(from peer.ID, id receiver.RequestID) { _ = r.Refuse(from, id) }
+		netCfg.Refuse = func(from peer.ID, id peer.RequestID) { _ = r.Refuse(from, id) }
 	} else if s.refusals {
 		t.Fatalf("the %s host is no Refuser", s.strategy)
 	}

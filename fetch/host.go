@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 // Host is what a transport needs from whoever consumes its peers: the
@@ -15,7 +14,7 @@ import (
 type Host interface {
 	Connect(p peer.Peer, channels int) error
 	Disconnect(id peer.ID) error
-	Deliver(from peer.ID, id receiver.RequestID, response any) error
+	Deliver(from peer.ID, id peer.RequestID, response any) error
 }
 
 // Refuser is a Host that can be told that a peer refused request id: it
@@ -30,5 +29,5 @@ type Host interface {
 // transports) still compile and still serve; a wrapper passes it on by
 // implementing it too.
 type Refuser interface {
-	Refuse(from peer.ID, id receiver.RequestID) error
+	Refuse(from peer.ID, id peer.RequestID) error
 }

@@ -127,7 +127,7 @@ func (ps *Peerset) Disconnect(id peer.ID) error {
 // otherwise it is counted and dropped, and Deliver returns why, with the
 // scheduler's errors: receiver.ErrUnknownRequest, ErrWrongPeer,
 // ErrDuplicateResponse or ErrLateResponse; or ErrPeersetStopped.
-func (ps *Peerset) Deliver(from peer.ID, id receiver.RequestID, response any) error {
+func (ps *Peerset) Deliver(from peer.ID, id peer.RequestID, response any) error {
 	ps.mu.Lock()
 	r, err := ps.claimLocked(from, id)
 	ps.mu.Unlock()
@@ -158,7 +158,7 @@ func (ps *Peerset) Deliver(from peer.ID, id receiver.RequestID, response any) er
 // of another peer of the set if one can take them, and the Report counts
 // it in Refused. Unlike a timeout, it does not widen the set: the peer is
 // there, only busy.
-func (ps *Peerset) Refuse(from peer.ID, id receiver.RequestID) error {
+func (ps *Peerset) Refuse(from peer.ID, id peer.RequestID) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	r, err := ps.claimLocked(from, id)
@@ -173,7 +173,7 @@ func (ps *Peerset) Refuse(from peer.ID, id receiver.RequestID) error {
 // claimLocked takes request id, sent to from, out of the pending requests
 // and stops its timer, recording it as answered; or it counts why it
 // cannot and returns the error.
-func (ps *Peerset) claimLocked(from peer.ID, id receiver.RequestID) (*psRequest, error) {
+func (ps *Peerset) claimLocked(from peer.ID, id peer.RequestID) (*psRequest, error) {
 	if ps.finished {
 		return nil, ErrPeersetStopped
 	}
@@ -305,7 +305,7 @@ func (ps *Peerset) sendLocked(c *psConn, id peer.ID, anyPeer bool) bool {
 	}
 	ps.lastID++
 	rid := ps.lastID
-	if err := c.p.Send(rid, ledger.GetObjects{Hashes: hashes}); err != nil {
+	if err := c.p.Send(peer.RequestID(rid), ledger.GetObjects{Hashes: hashes}); err != nil {
 		ps.sendFailedLocked(hashes, id)
 		return false
 	}

@@ -42,7 +42,7 @@ func TestARefusalPutsTheHashesBack(t *testing.T) {
 		b.mu.Unlock()
 
 		// ask sends the waiting hash to the peer to, as a request in flight.
-		ask := func(id receiver.RequestID, to peer.ID) *request {
+		ask := func(id peer.RequestID, to peer.ID) *request {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			hashes := b.front.take(nil, 1, to, true)
@@ -111,8 +111,8 @@ func TestRunWithARefusingPeer(t *testing.T) {
 			Ledger:  simLedger,
 			Clock:   clk,
 			Seed:    3,
-			Deliver: func(from peer.ID, id receiver.RequestID, r any) { _ = s.Deliver(from, id, r) },
-			Refuse:  func(from peer.ID, id receiver.RequestID) { _ = s.Refuse(from, id) },
+			Deliver: func(from peer.ID, id peer.RequestID, r any) { _ = s.Deliver(from, id, r) },
+			Refuse:  func(from peer.ID, id peer.RequestID) { _ = s.Refuse(from, id) },
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -234,22 +234,22 @@ func TestBothHostsTakeRefusals(t *testing.T) {
 type recordingPeer struct {
 	id  peer.ID
 	mu  sync.Mutex
-	ids []receiver.RequestID
+	ids []peer.RequestID
 }
 
 func (p *recordingPeer) ID() peer.ID { return p.id }
 
-func (p *recordingPeer) Send(id uint64, _ any) error {
+func (p *recordingPeer) Send(id peer.RequestID, _ any) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.ids = append(p.ids, receiver.RequestID(id))
+	p.ids = append(p.ids, peer.RequestID(id))
 	return nil
 }
 
-func (p *recordingPeer) sent() []receiver.RequestID {
+func (p *recordingPeer) sent() []peer.RequestID {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]receiver.RequestID(nil), p.ids...)
+	return append([]peer.RequestID(nil), p.ids...)
 }
 
 // TestPeersetRefuseIsCheckedLikeDeliver: a refusal is accepted only for a
@@ -286,7 +286,7 @@ func TestPeersetRefuseIsCheckedLikeDeliver(t *testing.T) {
 		root := a.sent()[0]
 		for _, c := range []struct {
 			from peer.ID
-			id   receiver.RequestID
+			id   peer.RequestID
 			want error
 		}{
 			{"B", root, receiver.ErrWrongPeer},

@@ -61,7 +61,7 @@ func runFetch(ctx context.Context, s *scheduler.Scheduler, cfg Config, started f
 	b.mu.Lock()
 	b.finished = true
 	queued, ticket := b.queued, b.ticket
-	ids := make([]receiver.RequestID, 0, len(b.inFlight))
+	ids := make([]peer.RequestID, 0, len(b.inFlight))
 	for id := range b.inFlight {
 		ids = append(ids, id)
 	}
@@ -102,7 +102,7 @@ type bulk struct {
 	ticket   offer.Ticket // its ticket; 0 while Run's first Schedule has not returned
 	gen      uint64       // bumped whenever the queued sender changes
 	poke     bool         // a wake-up came while the ticket was unknown
-	inFlight map[receiver.RequestID]*request
+	inFlight map[peer.RequestID]*request
 	slow     []*request // past their soft deadlines, not hedged yet (see tail.go)
 	offered  []peer.ID  // scratch for OnOffer: the peer of each channel
 	order    []int      // scratch for OnOffer: channel indices in the order tried
@@ -115,7 +115,7 @@ type bulk struct {
 // the failure when both its requests have failed).
 type request struct {
 	b      *bulk
-	id     receiver.RequestID
+	id     peer.RequestID
 	to     peer.ID
 	hashes []ledger.Hash
 	sentAt time.Time
@@ -130,7 +130,7 @@ func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
 	if err != nil {
 		panic(fmt.Sprintf("fetch: hedge.NewHedger refuses a scheduler: %v", err)) // s is not nil
 	}
-	return &bulk{state: newState(cfg), sched: s, inFlight: make(map[receiver.RequestID]*request), hedger: h}
+	return &bulk{state: newState(cfg), sched: s, inFlight: make(map[peer.RequestID]*request), hedger: h}
 }
 
 // newHedgeBudget returns the fetch's hedge budget: cfg.HedgesPerThousand of
@@ -363,7 +363,7 @@ func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.H
 // its hedge's, and applies it; the other request, withdrawn by the Hedger,
 // ends here too. The hashing happens before the lock is taken. Implements
 // receiver.Receiver.
-func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
+func (r *request) OnResponse(_ peer.RequestID, from peer.ID, response any) {
 	b := r.b
 	now := b.cfg.Clock.Now()
 	results, ok := examine(r.hashes, response, make([]itemResult, 0, len(r.hashes)))
@@ -383,7 +383,7 @@ func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
 // peer if one can take them: the request failed, and so did its hedge if
 // one went (from is the peer that failed last). Implements
 // receiver.Receiver.
-func (r *request) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (r *request) OnFailure(_ peer.RequestID, from peer.ID, reason receiver.Reason) {
 	b := r.b
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -10,7 +10,7 @@ import (
 
 	"github.com/peersched/peersched/hedge"
 	"github.com/peersched/peersched/ledger"
-	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
 )
 
@@ -67,7 +67,7 @@ func TestHedgesWaitForTheTail(t *testing.T) {
 		b.mu.Lock()
 		b.front.take(nil, 1, "elsewhere", true)
 		b.wakeLocked()
-		order := make([]receiver.RequestID, 0, 4)
+		order := make([]peer.RequestID, 0, 4)
 		for _, r := range b.slow {
 			order = append(order, r.id)
 		}

@@ -25,10 +25,10 @@ type call struct {
 	first, second leg // the first request, and the hedge
 
 	// The following fields are guarded by h.mu.
-	id     receiver.RequestID // the first request's: the ID r sees
-	done   bool               // r's call is claimed, or the call was withdrawn
-	slow   bool               // the first request passed its soft deadline
-	sender *sender            // the hedge's sender, once the budget allowed it
+	id     peer.RequestID // the first request's: the ID r sees
+	done   bool           // r's call is claimed, or the call was withdrawn
+	slow   bool           // the first request passed its soft deadline
+	sender *sender        // the hedge's sender, once the budget allowed it
 	// lastFrom and lastReason are the last failure of a leg, which r
 	// gets if the other leg fails too.
 	lastFrom   peer.ID
@@ -39,7 +39,7 @@ type call struct {
 type leg struct {
 	c *call
 	// The following fields are guarded by c.h.mu.
-	id   receiver.RequestID
+	id   peer.RequestID
 	live bool // sent (or being sent) and not ended
 }
 
@@ -47,7 +47,7 @@ type leg struct {
 // withdraw its live requests' receivers, and its hedge's sender if it
 // waits in the queue.
 type cleanup struct {
-	legs   [2]receiver.RequestID
+	legs   [2]peer.RequestID
 	ticket offer.Ticket
 	sender *sender
 }
@@ -140,7 +140,7 @@ func (c *call) hedge() bool {
 // OnSlow is the first request's soft deadline: the call is slow, and is
 // hedged unless its receiver, a Receiver, wants it left. Implements
 // receiver.SlowReceiver.
-func (l *leg) OnSlow(id receiver.RequestID, from peer.ID) {
+func (l *leg) OnSlow(id peer.RequestID, from peer.ID) {
 	c := l.c
 	h := c.h
 	h.mu.Lock()
@@ -162,7 +162,7 @@ func (l *leg) OnSlow(id receiver.RequestID, from peer.ID) {
 
 // OnResponse ends the call with the leg's answer, the first to come: r
 // gets it, and the other leg is withdrawn. Implements receiver.Receiver.
-func (l *leg) OnResponse(id receiver.RequestID, from peer.ID, response any) {
+func (l *leg) OnResponse(id peer.RequestID, from peer.ID, response any) {
 	c := l.c
 	c.h.mu.Lock()
 	if !l.arriveLocked(id) {
@@ -177,7 +177,7 @@ func (l *leg) OnResponse(id receiver.RequestID, from peer.ID, response any) {
 
 // OnFailure ends the call with the leg's failure unless the other leg may
 // still answer: then the call waits for it. Implements receiver.Receiver.
-func (l *leg) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (l *leg) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason) {
 	c := l.c
 	c.h.mu.Lock()
 	if !l.arriveLocked(id) {
@@ -196,7 +196,7 @@ func (l *leg) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Rea
 // reports whether the call still waits for its outcome (r's one call is
 // not claimed yet). The first ID to arrive names the call. Caller holds
 // h.mu.
-func (l *leg) arriveLocked(id receiver.RequestID) bool {
+func (l *leg) arriveLocked(id peer.RequestID) bool {
 	c := l.c
 	l.live = false
 	if c.done {
@@ -210,7 +210,7 @@ func (l *leg) arriveLocked(id receiver.RequestID) bool {
 
 // endAndUnlock claims r's one call, releases h.mu, withdraws what the call
 // leaves live, and returns the ID r is to see. Caller holds h.mu.
-func (c *call) endAndUnlock() receiver.RequestID {
+func (c *call) endAndUnlock() peer.RequestID {
 	w := c.endLocked()
 	rid := c.id
 	c.h.mu.Unlock()

@@ -43,7 +43,7 @@ type link struct {
 
 func (l link) ID() peer.ID { return l.id }
 
-func (l link) Send(requestID uint64, message any) error {
+func (l link) Send(requestID peer.RequestID, message any) error {
 	l.sent <- fmt.Sprintf("%s %d %v", l.id, requestID, message) // the example reads the ID back
 	return nil
 }
@@ -65,9 +65,9 @@ func ExampleHedger() {
 	s.Connect(link{"slow", sent}, 1)
 	s.Connect(link{"quick", sent}, 1)
 
-	var first receiver.RequestID
+	var first peer.RequestID
 	answered := make(chan string)
-	r := receiver.Funcs{Response: func(id receiver.RequestID, from peer.ID, response any) {
+	r := receiver.Funcs{Response: func(id peer.RequestID, from peer.ID, response any) {
 		answered <- fmt.Sprintf("%v from %s, for the first request: %v", response, from, id == first)
 	}}
 	s.Schedule(sendTo(func(o offer.Offer) {
@@ -83,7 +83,7 @@ func ExampleHedger() {
 	hedged := strings.Fields(<-sent)
 	fmt.Println("hedged to", hedged[0])
 	id, _ := strconv.ParseUint(hedged[1], 10, 64)
-	s.Deliver("quick", receiver.RequestID(id), "x")
+	s.Deliver("quick", peer.RequestID(id), "x")
 	fmt.Println(<-answered)
 	fmt.Printf("%+v\n", h.Stats())
 	// Output:

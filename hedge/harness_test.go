@@ -81,14 +81,14 @@ func (w *world) connect(id peer.ID, channels int) *host {
 
 // request sends message to peer to through the Hedger, with the tests'
 // deadlines, from a sender of its own, and returns the request's ID.
-func (w *world) request(to peer.ID, message any, r receiver.Receiver) receiver.RequestID {
+func (w *world) request(to peer.ID, message any, r receiver.Receiver) peer.RequestID {
 	w.t.Helper()
 	return w.requestWith(to, message, r, soft, hard)
 }
 
-func (w *world) requestWith(to peer.ID, message any, r receiver.Receiver, soft, hard time.Duration) receiver.RequestID {
+func (w *world) requestWith(to peer.ID, message any, r receiver.Receiver, soft, hard time.Duration) peer.RequestID {
 	w.t.Helper()
-	var id receiver.RequestID
+	var id peer.RequestID
 	var err error
 	offered := false
 	_, serr := w.s.Schedule(senderFunc(func(o offer.Offer) {
@@ -128,19 +128,19 @@ type host struct {
 }
 
 type sentMessage struct {
-	id      receiver.RequestID
+	id      peer.RequestID
 	message any
 }
 
 func (p *host) ID() peer.ID { return p.id }
 
-func (p *host) Send(requestID uint64, message any) error {
+func (p *host) Send(requestID peer.RequestID, message any) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fail != nil {
 		return p.fail
 	}
-	p.sent = append(p.sent, sentMessage{receiver.RequestID(requestID), message})
+	p.sent = append(p.sent, sentMessage{requestID, message})
 	return nil
 }
 
@@ -168,26 +168,26 @@ func (senderFunc) OnDiscard()              {}
 // outcomes is a receiver that records every call it gets, by request.
 type outcomes struct {
 	mu  sync.Mutex
-	got map[receiver.RequestID][]string
+	got map[peer.RequestID][]string
 }
 
-func newOutcomes() *outcomes { return &outcomes{got: map[receiver.RequestID][]string{}} }
+func newOutcomes() *outcomes { return &outcomes{got: map[peer.RequestID][]string{}} }
 
-func (o *outcomes) add(id receiver.RequestID, s string) {
+func (o *outcomes) add(id peer.RequestID, s string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.got[id] = append(o.got[id], s)
 }
 
-func (o *outcomes) OnResponse(id receiver.RequestID, from peer.ID, response any) {
+func (o *outcomes) OnResponse(id peer.RequestID, from peer.ID, response any) {
 	o.add(id, fmt.Sprintf("response from %s: %v", from, response))
 }
 
-func (o *outcomes) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (o *outcomes) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason) {
 	o.add(id, fmt.Sprintf("failure from %s: %v", from, reason))
 }
 
-func (o *outcomes) of(id receiver.RequestID) []string {
+func (o *outcomes) of(id peer.RequestID) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.got[id]...)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
 
@@ -15,7 +16,7 @@ import (
 type Scheduler interface {
 	ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error)
 	WithdrawSender(t offer.Ticket) bool
-	WithdrawReceiver(id receiver.RequestID) bool
+	WithdrawReceiver(id peer.RequestID) bool
 }
 
 // Options are a Hedger's terms for the hedges it sends. The zero Options
@@ -54,8 +55,8 @@ type Hedger struct {
 	mu sync.Mutex
 	// The following fields are guarded by mu.
 	budget  *Budget
-	calls   map[receiver.RequestID]*call // live calls, by the first request's ID
-	waiting int                          // hedges in state waiting
+	calls   map[peer.RequestID]*call // live calls, by the first request's ID
+	waiting int                      // hedges in state waiting
 	stats   Stats
 }
 
@@ -75,7 +76,7 @@ func NewHedger(s Scheduler, b *Budget, o Options) (*Hedger, error) {
 			panic(fmt.Sprintf("hedge: the default budget is refused: %v", err)) // cannot happen
 		}
 	}
-	return &Hedger{sched: s, opts: o, budget: b, calls: make(map[receiver.RequestID]*call)}, nil
+	return &Hedger{sched: s, opts: o, budget: b, calls: make(map[peer.RequestID]*call)}, nil
 }
 
 // Request sends message on the i-th channel of o, as o.RequestSoft does,
@@ -106,7 +107,7 @@ func NewHedger(s Scheduler, b *Budget, o Options) (*Hedger, error) {
 // Like every send through an offer, Request must be called while the
 // offer is live: from the sender's OnOffer, or a goroutine OnOffer waits
 // for.
-func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error) {
+func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver, soft, hard time.Duration) (peer.RequestID, error) {
 	if r == nil {
 		return 0, receiver.ErrNilReceiver
 	}
@@ -117,7 +118,7 @@ func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver,
 	c := &call{h: h, r: r, message: message, hard: hard, origin: ch.Peer}
 	c.first.c, c.second.c = c, c
 	c.first.live = true // before the send publishes c to the scheduler
-	var id receiver.RequestID
+	var id peer.RequestID
 	var err error
 	if soft > 0 && soft < hard {
 		id, err = o.RequestSoft(i, message, &c.first, soft, hard)
@@ -151,7 +152,7 @@ func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver,
 // Called from outside every callback with a scheduler that runs its
 // callbacks inline, Hedge may run callbacks, the hedge's offer among them,
 // before it returns, as the scheduler's Schedule may.
-func (h *Hedger) Hedge(id receiver.RequestID) bool {
+func (h *Hedger) Hedge(id peer.RequestID) bool {
 	h.mu.Lock()
 	c := h.calls[id]
 	h.mu.Unlock()
@@ -174,7 +175,7 @@ func (h *Hedger) Hedge(id receiver.RequestID) bool {
 // begun when Withdraw returns may still finish (as the scheduler's OnSlow
 // may): a withdrawal cannot wait for callbacks, since it may be made from
 // one.
-func (h *Hedger) Withdraw(id receiver.RequestID) bool {
+func (h *Hedger) Withdraw(id peer.RequestID) bool {
 	h.mu.Lock()
 	c := h.calls[id]
 	if c == nil || c.done {

@@ -319,12 +319,12 @@ type decider struct {
 	hedges []string
 }
 
-func (d *decider) WantHedge(id receiver.RequestID, from peer.ID) bool {
+func (d *decider) WantHedge(id peer.RequestID, from peer.ID) bool {
 	d.asked = append(d.asked, string(from))
 	return d.want
 }
 
-func (d *decider) OnHedge(id receiver.RequestID, to peer.ID) {
+func (d *decider) OnHedge(id peer.RequestID, to peer.ID) {
 	d.hedges = append(d.hedges, string(to))
 }
 
@@ -422,8 +422,8 @@ func TestEveryCallEndsOnce(t *testing.T) {
 		r := newOutcomes()
 		rng := rand.New(rand.NewPCG(1, 2))
 		var mu sync.Mutex
-		var ids []receiver.RequestID
-		withdrawn := map[receiver.RequestID]bool{}
+		var ids []peer.RequestID
+		withdrawn := map[peer.RequestID]bool{}
 		answered := map[peer.ID]int{} // sends of each peer looked at so far
 		for range 40 {
 			for range 6 {
@@ -443,7 +443,7 @@ func TestEveryCallEndsOnce(t *testing.T) {
 			w.advance(soft)
 			type pending struct {
 				to peer.ID
-				id receiver.RequestID
+				id peer.RequestID
 			}
 			var out []pending
 			for id, p := range w.peers {
@@ -455,7 +455,7 @@ func TestEveryCallEndsOnce(t *testing.T) {
 			}
 			rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 			mu.Lock()
-			victims := make([]receiver.RequestID, 0, 3)
+			victims := make([]peer.RequestID, 0, 3)
 			for range 3 {
 				victims = append(victims, ids[rng.IntN(len(ids))])
 			}

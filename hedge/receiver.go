@@ -22,8 +22,8 @@ type Receiver interface {
 	// if the budget allows; false leaves it as it is, and the receiver may
 	// hedge it later with Hedger.Hedge. It is asked at most once per
 	// request.
-	WantHedge(id receiver.RequestID, from peer.ID) bool
+	WantHedge(id peer.RequestID, from peer.ID) bool
 	// OnHedge is called when the hedge of request id has been sent, to
 	// peer to: from then on the answer may come from either peer.
-	OnHedge(id receiver.RequestID, to peer.ID)
+	OnHedge(id peer.RequestID, to peer.ID)
 }

@@ -123,13 +123,13 @@ var errNoOtherPeer = errors.New("hedge: no channel of another peer")
 // sendAvoiding sends message as a request with deadline hard on the first
 // channel of o whose peer is not avoid, going on to the next if a send
 // fails, and returns the request's ID and peer.
-func sendAvoiding(o offer.Offer, avoid peer.ID, message any, r receiver.Receiver, hard time.Duration) (receiver.RequestID, peer.ID, error) {
+func sendAvoiding(o offer.Offer, avoid peer.ID, message any, r receiver.Receiver, hard time.Duration) (peer.RequestID, peer.ID, error) {
 	err := errNoOtherPeer
 	for i, ch := range o.All() {
 		if ch.Peer == avoid {
 			continue
 		}
-		var id receiver.RequestID
+		var id peer.RequestID
 		if id, err = o.Request(i, message, r, hard); err == nil {
 			return id, ch.Peer, nil
 		}

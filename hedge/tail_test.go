@@ -168,7 +168,7 @@ func (r *tailRequest) OnOffer(o offer.Offer) {
 
 func (*tailRequest) OnDiscard() {}
 
-func (r *tailRequest) OnResponse(_ receiver.RequestID, from peer.ID, _ any) {
+func (r *tailRequest) OnResponse(_ peer.RequestID, from peer.ID, _ any) {
 	w := r.w
 	now := w.clk.Now()
 	w.mu.Lock()
@@ -181,7 +181,7 @@ func (r *tailRequest) OnResponse(_ receiver.RequestID, from peer.ID, _ any) {
 	w.completions = append(w.completions, now.Sub(r.issued))
 }
 
-func (r *tailRequest) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (r *tailRequest) OnFailure(_ peer.RequestID, from peer.ID, reason receiver.Reason) {
 	w := r.w
 	w.mu.Lock()
 	if reason == receiver.Timeout {
@@ -191,9 +191,9 @@ func (r *tailRequest) OnFailure(_ receiver.RequestID, from peer.ID, reason recei
 	_, _ = w.sched.Schedule(r, 0) // again, until answered
 }
 
-func (*tailRequest) WantHedge(receiver.RequestID, peer.ID) bool { return true }
+func (*tailRequest) WantHedge(peer.RequestID, peer.ID) bool { return true }
 
-func (r *tailRequest) OnHedge(_ receiver.RequestID, to peer.ID) {
+func (r *tailRequest) OnHedge(_ peer.RequestID, to peer.ID) {
 	w := r.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -221,7 +221,7 @@ func runTail(t *testing.T, s tailSetting, seed uint64) tailRow {
 			Ledger:  tailLedger,
 			Clock:   clk,
 			Seed:    seed,
-			Deliver: func(from peer.ID, id receiver.RequestID, r any) { _ = sched.Deliver(from, id, r) },
+			Deliver: func(from peer.ID, id peer.RequestID, r any) { _ = sched.Deliver(from, id, r) },
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -42,7 +42,7 @@ func (c *listCarrier) OfferChannels(_ uint64, dst []peerpool.Choice) []peerpool.
 	return append(dst, c.choices...)
 }
 
-func (c *listCarrier) OfferRequest(uint64, int, any, receiver.Receiver, time.Duration, time.Duration) (receiver.RequestID, error) {
+func (c *listCarrier) OfferRequest(uint64, int, any, receiver.Receiver, time.Duration, time.Duration) (peer.RequestID, error) {
 	return 0, ErrExpired
 }
 

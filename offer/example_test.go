@@ -13,8 +13,8 @@ import (
 // host stands in for a connection that accepts every message.
 type host peer.ID
 
-func (h host) ID() peer.ID          { return peer.ID(h) }
-func (host) Send(uint64, any) error { return nil }
+func (h host) ID() peer.ID                  { return peer.ID(h) }
+func (host) Send(peer.RequestID, any) error { return nil }
 
 // avoider sends one request to the best channel whose peer is not the one
 // it avoids.

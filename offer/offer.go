@@ -191,7 +191,7 @@ var snapshots = sync.Pool{New: func() any { return new([]peerpool.Choice) }}
 // ErrNoSuchChannel, ErrChannelUsed, ErrSizeExceeded, ErrPeerGone,
 // ErrPeerAtLimit, receiver.ErrNilReceiver, receiver.ErrBadTimeout, receiver.ErrTooManyRequests,
 // the scheduler's ErrStopped, or the host's send error.
-func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
+func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Duration) (peer.RequestID, error) {
 	if o.carrier == nil {
 		return 0, ErrExpired
 	}
@@ -206,7 +206,7 @@ func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Dur
 // Request's one deadline does. Both are measured from the send, and
 // 0 < soft < hard, or the error is receiver.ErrBadTimeout. Its other errors
 // are Request's.
-func (o Offer) RequestSoft(i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error) {
+func (o Offer) RequestSoft(i int, message any, r receiver.Receiver, soft, hard time.Duration) (peer.RequestID, error) {
 	if o.carrier == nil {
 		return 0, ErrExpired
 	}

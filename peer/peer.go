@@ -34,13 +34,22 @@ type Peer interface {
 	ID() ID
 
 	// Send queues message for the peer and must not block on the network.
-	// requestID is the scheduler's ID for a request (the receiver.RequestID
-	// the host must hand back with the response), or 0 for a notification.
+	// id is the scheduler's ID for a request, which the host hands back
+	// with the response (Scheduler.Deliver takes the same type), or 0 for a
+	// notification.
 	// An error means the message was not queued: the scheduler then reports
 	// the error to the sender, keeps the channel open, and never calls the
 	// request's receiver.
-	Send(requestID uint64, message any) error
+	Send(id RequestID, message any) error
 }
+
+// RequestID names one request for the lifetime of its scheduler: the
+// scheduler gives it to the host with the message (Peer.Send), the host
+// hands it back with the response (Scheduler.Deliver, Scheduler.Refuse),
+// and the request's receiver is told it. IDs are never zero, so a zero ID
+// on the wire can mean "not a request" (a notification). It lives here,
+// with the Peer interface, because it crosses the host boundary both ways.
+type RequestID uint64
 
 // MaxChannelsPerPeer is the most channels one peer may have. Counts are kept
 // in 32 bits to keep the per-peer record small.

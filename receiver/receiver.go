@@ -1,6 +1,6 @@
 // Package receiver holds the receiving side of a request: the Receiver a
-// sender passes with each request, the reasons a request can fail, and
-// request IDs and the range they are drawn from.
+// sender passes with each request, the reasons a request can fail, and the
+// range request IDs (peer.RequestID) are drawn from.
 package receiver
 
 import (
@@ -9,10 +9,6 @@ import (
 
 	"github.com/peersched/peersched/peer"
 )
-
-// RequestID names one request for the lifetime of its scheduler. IDs are
-// never zero, so a zero ID on the wire can mean "not a request".
-type RequestID uint64
 
 // Reason says why a request failed.
 type Reason uint8
@@ -56,9 +52,9 @@ func (r Reason) String() string {
 type Receiver interface {
 	// OnResponse is called with the response to request id, which came from
 	// the peer the request was sent to, before its deadline.
-	OnResponse(id RequestID, from peer.ID, response any)
+	OnResponse(id peer.RequestID, from peer.ID, response any)
 	// OnFailure is called when request id, sent to peer from, failed.
-	OnFailure(id RequestID, from peer.ID, reason Reason)
+	OnFailure(id peer.RequestID, from peer.ID, reason Reason)
 }
 
 // SlowReceiver is a Receiver that wants to know when a request passes its
@@ -76,25 +72,25 @@ type SlowReceiver interface {
 	Receiver
 	// OnSlow is called when request id, sent to peer from, passed its soft
 	// deadline without an answer.
-	OnSlow(id RequestID, from peer.ID)
+	OnSlow(id peer.RequestID, from peer.ID)
 }
 
 // Funcs adapts a pair of functions to a Receiver. A nil field ignores that
 // outcome.
 type Funcs struct {
-	Response func(id RequestID, from peer.ID, response any)
-	Failure  func(id RequestID, from peer.ID, reason Reason)
+	Response func(id peer.RequestID, from peer.ID, response any)
+	Failure  func(id peer.RequestID, from peer.ID, reason Reason)
 }
 
 // OnResponse calls f.Response if it is set.
-func (f Funcs) OnResponse(id RequestID, from peer.ID, response any) {
+func (f Funcs) OnResponse(id peer.RequestID, from peer.ID, response any) {
 	if f.Response != nil {
 		f.Response(id, from, response)
 	}
 }
 
 // OnFailure calls f.Failure if it is set.
-func (f Funcs) OnFailure(id RequestID, from peer.ID, reason Reason) {
+func (f Funcs) OnFailure(id peer.RequestID, from peer.ID, reason Reason) {
 	if f.Failure != nil {
 		f.Failure(id, from, reason)
 	}

@@ -60,7 +60,7 @@ func (k callbackKind) String() string {
 type callback struct {
 	kind     callbackKind
 	reason   receiver.Reason
-	id       receiver.RequestID
+	id       peer.RequestID
 	from     peer.ID
 	receiver receiver.Receiver
 	response any // for callReport, the *peerpool.LimiterPanic; for callSlow, the requests.Slow

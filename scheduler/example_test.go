@@ -25,16 +25,16 @@ type wire struct {
 }
 
 type outbound struct {
-	requestID receiver.RequestID
+	requestID peer.RequestID
 	message   any
 }
 
 func (w *wire) ID() peer.ID { return w.id }
 
-func (w *wire) Send(requestID uint64, message any) error {
+func (w *wire) Send(requestID peer.RequestID, message any) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.out = append(w.out, outbound{receiver.RequestID(requestID), message})
+	w.out = append(w.out, outbound{requestID, message})
 	return nil
 }
 
@@ -71,7 +71,7 @@ func Example() {
 	sent := make(chan struct{})
 	answered := make(chan string)
 	print := receiver.Funcs{
-		Response: func(id receiver.RequestID, from peer.ID, response any) {
+		Response: func(id peer.RequestID, from peer.ID, response any) {
 			answered <- fmt.Sprintf("%s answered: %v", from, response)
 		},
 	}
@@ -125,11 +125,11 @@ func (r *retrier) OnOffer(o offer.Offer) {
 
 func (r *retrier) OnDiscard() { r.done <- "discarded" }
 
-func (r *retrier) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
+func (r *retrier) OnResponse(_ peer.RequestID, from peer.ID, response any) {
 	r.done <- fmt.Sprintf("%v from %s", response, from)
 }
 
-func (r *retrier) OnFailure(_ receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (r *retrier) OnFailure(_ peer.RequestID, from peer.ID, reason receiver.Reason) {
 	fmt.Printf("request to %s failed: %v; retrying elsewhere\n", from, reason)
 	r.avoid = from
 	if _, err := r.s.Schedule(r, 0); err != nil {
@@ -209,7 +209,7 @@ func Example_bulk() {
 	}
 	perPeer := map[peer.ID]int{}
 	received := 0
-	answers := &receiver.Funcs{Response: func(_ receiver.RequestID, from peer.ID, _ any) {
+	answers := &receiver.Funcs{Response: func(_ peer.RequestID, from peer.ID, _ any) {
 		perPeer[from]++
 		received++
 	}}

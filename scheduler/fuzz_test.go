@@ -166,9 +166,9 @@ type schedulerAPI interface {
 	ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error)
 	ClassUsage(dst []ClassUsage) []ClassUsage
 	WithdrawSender(t offer.Ticket) bool
-	WithdrawReceiver(id receiver.RequestID) bool
-	Deliver(from peer.ID, id receiver.RequestID, response any) error
-	Refuse(from peer.ID, id receiver.RequestID) error
+	WithdrawReceiver(id peer.RequestID) bool
+	Deliver(from peer.ID, id peer.RequestID, response any) error
+	Refuse(from peer.ID, id peer.RequestID) error
 	Stop()
 	Stats() Stats
 	PeerUsage(dst []peer.Usage) []peer.Usage
@@ -200,15 +200,15 @@ type fuzzSide struct {
 
 	senders    []*fuzzSender
 	kept       []offer.Offer
-	ids        []receiver.RequestID // every request ID handed to a host, in order
-	idPeer     map[receiver.RequestID]peer.ID
-	receivers  map[receiver.RequestID]*fuzzReceiver
-	accepted   map[receiver.RequestID]string // response values Deliver accepted, and refusedMark for refusals Refuse accepted
-	valueFor   map[string]receiver.RequestID // every response value, and the request it was delivered for
-	refusals   map[receiver.RequestID]int    // refusals handed to Refuse, by the ID they named
-	handedOver map[string]bool               // response values a receiver got
-	sending    *fuzzReceiver                 // the receiver of the request being sent
-	offered    *fuzzSender                   // the sender whose OnOffer is running
+	ids        []peer.RequestID // every request ID handed to a host, in order
+	idPeer     map[peer.RequestID]peer.ID
+	receivers  map[peer.RequestID]*fuzzReceiver
+	accepted   map[peer.RequestID]string // response values Deliver accepted, and refusedMark for refusals Refuse accepted
+	valueFor   map[string]peer.RequestID // every response value, and the request it was delivered for
+	refusals   map[peer.RequestID]int    // refusals handed to Refuse, by the ID they named
+	handedOver map[string]bool           // response values a receiver got
+	sending    *fuzzReceiver             // the receiver of the request being sent
+	offered    *fuzzSender               // the sender whose OnOffer is running
 	connected  map[peer.ID]bool
 	classNames []string // the classes the Config declares
 	values     int
@@ -227,9 +227,9 @@ func (sd *fuzzSide) now() time.Duration {
 
 func newFuzzSide(name string, api schedulerAPI, cfg Config) *fuzzSide {
 	return &fuzzSide{name: name, api: api, cfg: cfg, budget: fuzzNestedBudget,
-		idPeer: map[receiver.RequestID]peer.ID{}, receivers: map[receiver.RequestID]*fuzzReceiver{},
-		accepted: map[receiver.RequestID]string{}, connected: map[peer.ID]bool{},
-		valueFor: map[string]receiver.RequestID{}, handedOver: map[string]bool{}, refusals: map[receiver.RequestID]int{}}
+		idPeer: map[peer.RequestID]peer.ID{}, receivers: map[peer.RequestID]*fuzzReceiver{},
+		accepted: map[peer.RequestID]string{}, connected: map[peer.ID]bool{},
+		valueFor: map[string]peer.RequestID{}, handedOver: map[string]bool{}, refusals: map[peer.RequestID]int{}}
 }
 
 func (sd *fuzzSide) logf(format string, args ...any) {
@@ -251,7 +251,7 @@ func (sd *fuzzSide) violate(format string, args ...any) {
 func fuzzPeerName(b byte) peer.ID { return peer.ID(fmt.Sprintf("p%d", b%5)) }
 
 // pickID returns one of the request IDs issued so far, or 0.
-func (sd *fuzzSide) pickID(b byte) receiver.RequestID {
+func (sd *fuzzSide) pickID(b byte) peer.RequestID {
 	if len(sd.ids) == 0 {
 		return 0
 	}
@@ -346,7 +346,7 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 				from += "x"
 			}
 		case opDeliverUnknown, opRefuseUnknown:
-			id = [4]receiver.RequestID{0, id + 1<<32, 1<<40 | 0xffff, id ^ 1<<63}[in.next()%4]
+			id = [4]peer.RequestID{0, id + 1<<32, 1<<40 | 0xffff, id ^ 1<<63}[in.next()%4]
 		}
 		if !ok {
 			from = fuzzPeerName(in.next())
@@ -424,7 +424,7 @@ func (sd *fuzzSide) disconnect(id peer.ID, what string, nested bool) {
 	}
 }
 
-func (sd *fuzzSide) deliver(from peer.ID, id receiver.RequestID, nested bool) {
+func (sd *fuzzSide) deliver(from peer.ID, id peer.RequestID, nested bool) {
 	sd.values++
 	value := fmt.Sprintf("v%d", sd.values)
 	sd.valueFor[value] = id
@@ -448,7 +448,7 @@ func (sd *fuzzSide) deliver(from peer.ID, id receiver.RequestID, nested bool) {
 // refusedMark stands in sd.accepted for a refusal that Refuse accepted.
 const refusedMark = "(refused)"
 
-func (sd *fuzzSide) refuse(from peer.ID, id receiver.RequestID, nested bool) {
+func (sd *fuzzSide) refuse(from peer.ID, id peer.RequestID, nested bool) {
 	sd.refusals[id]++
 	err := sd.api.Refuse(from, id)
 	sd.returned(nested)
@@ -614,7 +614,7 @@ func (s *fuzzSender) request(i int, r receiver.Receiver, soft, timeout time.Dura
 	}
 	sd.messages++
 	exits := s.exits
-	var id receiver.RequestID
+	var id peer.RequestID
 	var err error
 	if soft > 0 {
 		id, err = s.offer.RequestSoft(i, fmt.Sprintf("m%d", sd.messages), r, soft, timeout)
@@ -664,7 +664,7 @@ type fuzzReceiver struct {
 	sd        *fuzzSide
 	plan      bytesIn
 	to        peer.ID
-	id        receiver.RequestID
+	id        peer.RequestID
 	returned  bool // Request has returned
 	sendOK    bool
 	withdrawn bool
@@ -675,7 +675,7 @@ type fuzzReceiver struct {
 
 // OnSlow checks promise 19: at most once, before the request's one outcome,
 // never after a withdrawal or for a failed send.
-func (r *fuzzReceiver) OnSlow(id receiver.RequestID, from peer.ID) {
+func (r *fuzzReceiver) OnSlow(id peer.RequestID, from peer.ID) {
 	sd := r.sd
 	sd.logf("%#x: slow at %s", uint64(id), from)
 	r.slows++
@@ -693,7 +693,7 @@ func (r *fuzzReceiver) OnSlow(id receiver.RequestID, from peer.ID) {
 	}
 }
 
-func (r *fuzzReceiver) OnResponse(id receiver.RequestID, from peer.ID, response any) {
+func (r *fuzzReceiver) OnResponse(id peer.RequestID, from peer.ID, response any) {
 	sd := r.sd
 	r.record(id, from, fmt.Sprintf("response %v", response))
 	value, _ := response.(string)
@@ -704,7 +704,7 @@ func (r *fuzzReceiver) OnResponse(id receiver.RequestID, from peer.ID, response 
 	r.act()
 }
 
-func (r *fuzzReceiver) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (r *fuzzReceiver) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason) {
 	r.record(id, from, "failure "+reason.String())
 	// Promise 8 for refusals: a request fails as refused only if a refusal
 	// of it was handed to Refuse (with inline callbacks, Refuse has not
@@ -719,7 +719,7 @@ func (r *fuzzReceiver) OnFailure(id receiver.RequestID, from peer.ID, reason rec
 	r.act()
 }
 
-func (r *fuzzReceiver) record(id receiver.RequestID, from peer.ID, what string) {
+func (r *fuzzReceiver) record(id peer.RequestID, from peer.ID, what string) {
 	sd := r.sd
 	sd.logf("%#x: %s from %s", uint64(id), what, from)
 	r.outcomes++
@@ -757,7 +757,7 @@ type fuzzPeer struct {
 
 func (p *fuzzPeer) ID() peer.ID { return p.id }
 
-func (p *fuzzPeer) Send(requestID uint64, message any) error {
+func (p *fuzzPeer) Send(requestID peer.RequestID, message any) error {
 	sd := p.sd
 	sd.logf("%s send %#x %v", p.id, requestID, message)
 	// Promise 15: the message's channel closed only because the peer had
@@ -791,9 +791,8 @@ func (p *fuzzPeer) Send(requestID uint64, message any) error {
 }
 
 // send is Send's own behaviour, from its plan.
-func (p *fuzzPeer) send(requestID uint64) error {
+func (p *fuzzPeer) send(id peer.RequestID) error {
 	sd := p.sd
-	id := receiver.RequestID(requestID)
 	if id != 0 {
 		sd.ids = append(sd.ids, id)
 		sd.idPeer[id] = p.id

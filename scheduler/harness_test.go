@@ -170,17 +170,17 @@ type hostPeer struct {
 	sent   []sentMessage
 	fail   error
 	panics any
-	onSend func(requestID uint64, message any)
+	onSend func(requestID peer.RequestID, message any)
 }
 
 type sentMessage struct {
-	requestID uint64
+	requestID peer.RequestID
 	message   any
 }
 
 func (p *hostPeer) ID() peer.ID { return p.id }
 
-func (p *hostPeer) Send(requestID uint64, message any) error {
+func (p *hostPeer) Send(requestID peer.RequestID, message any) error {
 	p.mu.Lock()
 	fail, panics, hook := p.fail, p.panics, p.onSend
 	if fail == nil && panics == nil {
@@ -255,24 +255,24 @@ func (sc *script) offerCount() int {
 // outcomes records every receiver call, per request.
 type outcomes struct {
 	mu    sync.Mutex
-	calls map[receiver.RequestID][]string
+	calls map[peer.RequestID][]string
 }
 
-func newOutcomes() *outcomes { return &outcomes{calls: map[receiver.RequestID][]string{}} }
+func newOutcomes() *outcomes { return &outcomes{calls: map[peer.RequestID][]string{}} }
 
-func (o *outcomes) OnResponse(id receiver.RequestID, from peer.ID, response any) {
+func (o *outcomes) OnResponse(id peer.RequestID, from peer.ID, response any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls[id] = append(o.calls[id], fmt.Sprintf("response from %s: %v", from, response))
 }
 
-func (o *outcomes) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (o *outcomes) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls[id] = append(o.calls[id], fmt.Sprintf("failure from %s: %v", from, reason))
 }
 
-func (o *outcomes) of(id receiver.RequestID) []string {
+func (o *outcomes) of(id peer.RequestID) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return append([]string(nil), o.calls[id]...)
@@ -290,7 +290,7 @@ func (o *outcomes) total() int {
 
 // sendFirst returns an offer callback that requests on the first channel
 // (of peer want, if given) with the receiver and timeout, recording the ID.
-func sendFirst(r receiver.Receiver, timeout time.Duration, ids *[]receiver.RequestID, want ...peer.ID) func(offer.Offer) {
+func sendFirst(r receiver.Receiver, timeout time.Duration, ids *[]peer.RequestID, want ...peer.ID) func(offer.Offer) {
 	return func(o offer.Offer) {
 		for i := range o.Len() {
 			c, _ := o.Channel(i)

@@ -19,14 +19,14 @@ import (
 // sendOneTo schedules a sender that sends one request to peer to with rec
 // and timeout, and returns the ID the scheduler gave it (which must be the
 // ID the host was asked to send).
-func sendOneTo(w *world, to peer.ID, rec receiver.Receiver, timeout time.Duration) receiver.RequestID {
+func sendOneTo(w *world, to peer.ID, rec receiver.Receiver, timeout time.Duration) peer.RequestID {
 	w.t.Helper()
-	var ids []receiver.RequestID
+	var ids []peer.RequestID
 	_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, timeout, &ids, to)}, 0)
 	require.NoError(w.t, err)
 	require.Len(w.t, ids, 1, "the request was sent")
 	sent := w.peers[to].sends()
-	require.Equal(w.t, uint64(ids[0]), sent[len(sent)-1].requestID, "the host sends the ID the receiver is told")
+	require.Equal(w.t, ids[0], sent[len(sent)-1].requestID, "the host sends the ID the receiver is told")
 	return ids[0]
 }
 
@@ -68,7 +68,7 @@ func TestPromise20_RangeIsCheckedAgainstTheCap(t *testing.T) {
 func TestPromise20_CapDefaultsToTheRangeSize(t *testing.T) {
 	inBubble(t, Config{RequestIDs: receiver.IDRange{Lo: 40, Hi: 43}}, func(w *world) {
 		w.connect("A", 5)
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		var errs []error
 		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
 			for i := range o.Size() {
@@ -81,26 +81,26 @@ func TestPromise20_CapDefaultsToTheRangeSize(t *testing.T) {
 		require.NoError(t, errors.Join(errs[:3]...))
 		require.ErrorIs(t, errs[3], ErrTooManyRequests)
 		require.ErrorIs(t, errs[4], ErrTooManyRequests)
-		require.Equal(t, []receiver.RequestID{40, 41, 42}, ids[:3])
+		require.Equal(t, []peer.RequestID{40, 41, 42}, ids[:3])
 	})
 }
 
 // TestPromise20_WrapAroundAtTheTop: IDs go up to the last of the range, the
 // top of 32 bits here, and wrap to its first; every one fits a uint32.
 func TestPromise20_WrapAroundAtTheTop(t *testing.T) {
-	top := receiver.RequestID(math.MaxUint32)
+	top := peer.RequestID(math.MaxUint32)
 	inBubble(t, Config{RequestIDs: receiver.IDRange{Lo: 1<<32 - 3, Hi: 1 << 32}}, func(w *world) {
 		w.connect("A", 1)
 		rec := newOutcomes()
-		var got []receiver.RequestID
+		var got []peer.RequestID
 		for range 7 {
 			id := sendOneTo(w, "A", rec, time.Second)
 			got = append(got, id)
 			require.NoError(t, w.s.Deliver("A", id, "ok"))
 		}
-		require.Equal(t, []receiver.RequestID{top - 2, top - 1, top, top - 2, top - 1, top, top - 2}, got)
+		require.Equal(t, []peer.RequestID{top - 2, top - 1, top, top - 2, top - 1, top, top - 2}, got)
 		for _, m := range w.peers["A"].sends() {
-			require.LessOrEqual(t, m.requestID, uint64(math.MaxUint32))
+			require.LessOrEqual(t, m.requestID, peer.RequestID(math.MaxUint32))
 		}
 		require.Equal(t, uint64(7), w.s.Stats().Succeeded)
 	})
@@ -115,13 +115,13 @@ func TestPromise20_NoTwoOutstandingRequestsShareAnID(t *testing.T) {
 		w.connect("A", 4)
 		rec := newOutcomes()
 		long := sendOneTo(w, "A", rec, time.Hour)
-		outstanding := map[receiver.RequestID]bool{long: true}
-		var order []receiver.RequestID
+		outstanding := map[peer.RequestID]bool{long: true}
+		var order []peer.RequestID
 		for step := range 60 {
 			// Two at a time, so IDs are reused while others are out.
 			a := sendOneTo(w, "A", rec, 10*time.Millisecond)
 			b := sendOneTo(w, "A", rec, 10*time.Millisecond)
-			for _, id := range []receiver.RequestID{a, b} {
+			for _, id := range []peer.RequestID{a, b} {
 				require.False(t, outstanding[id], "step %d: ID %d issued while outstanding", step, id)
 				outstanding[id] = true
 				order = append(order, id)
@@ -197,7 +197,7 @@ func TestPromise20_DisconnectAndStopReportRangedIDs(t *testing.T) {
 		rec := newOutcomes()
 		a := sendOneTo(w, "A", rec, time.Minute)
 		b := sendOneTo(w, "B", rec, time.Minute)
-		require.Equal(t, []receiver.RequestID{1 << 24, 1<<24 + 1}, []receiver.RequestID{a, b})
+		require.Equal(t, []peer.RequestID{1 << 24, 1<<24 + 1}, []peer.RequestID{a, b})
 		require.NoError(t, w.s.Disconnect("A"))
 		require.Equal(t, []string{"failure from A: disconnected"}, rec.of(a))
 		require.True(t, w.s.WithdrawReceiver(b))

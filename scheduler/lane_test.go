@@ -42,7 +42,7 @@ func inEachMode(t *testing.T, cfg Config, body func(w *world)) {
 func (w *world) connectBlocking(id peer.ID, fails bool) (a *hostPeer, inSend, finishSend chan struct{}) {
 	a = w.connect(id, 1)
 	inSend, finishSend = make(chan struct{}), make(chan struct{})
-	a.onSend = func(uint64, any) {
+	a.onSend = func(peer.RequestID, any) {
 		close(inSend)
 		<-finishSend
 	}
@@ -59,8 +59,8 @@ func TestRegression_StopFromAHostSendOnAHelperGoroutine(t *testing.T) {
 	inEachMode(t, Config{}, func(w *world) {
 		rec := newOutcomes()
 		a := w.connect("A", 1)
-		a.onSend = func(uint64, any) { w.s.Stop() }
-		var id receiver.RequestID
+		a.onSend = func(peer.RequestID, any) { w.s.Stop() }
+		var id peer.RequestID
 		var sendErr error
 		snd := &script{onOffer: func(o offer.Offer) {
 			done := make(chan struct{})
@@ -159,11 +159,11 @@ func TestRegression_WithdrawDuringASendThatThenFails(t *testing.T) {
 				var withdrew []bool
 				a := &hostPeer{id: "A"}
 				w.peers["A"] = a
-				a.onSend = func(uint64, any) { withdrew = append(withdrew, w.s.WithdrawSender(ticket)) }
+				a.onSend = func(peer.RequestID, any) { withdrew = append(withdrew, w.s.WithdrawSender(ticket)) }
 				if sendFails {
 					a.fail = errRefused
 				}
-				var id receiver.RequestID
+				var id peer.RequestID
 				snd := &script{onOffer: func(o offer.Offer) { id, _ = o.Request(0, "x", rec, time.Second) }}
 				ticket, err := w.s.Schedule(snd, 0)
 				require.NoError(t, err)
@@ -223,7 +223,7 @@ func TestRegression_GoexitInACallbackDoesNotWedgeTheScheduler(t *testing.T) {
 			inEachMode(t, Config{Logger: logs.logger()}, func(w *world) {
 				rec := newOutcomes()
 				a := w.connect("A", 2)
-				var ids []receiver.RequestID
+				var ids []peer.RequestID
 				exited := false
 				exits := &script{onOffer: func(o offer.Offer) {
 					if exited {
@@ -233,7 +233,7 @@ func TestRegression_GoexitInACallbackDoesNotWedgeTheScheduler(t *testing.T) {
 					if where == "OnOffer" {
 						runtime.Goexit()
 					}
-					id, _ := o.Request(0, "x", receiver.Funcs{Response: func(receiver.RequestID, peer.ID, any) {
+					id, _ := o.Request(0, "x", receiver.Funcs{Response: func(peer.RequestID, peer.ID, any) {
 						if where == "OnResponse" {
 							runtime.Goexit()
 						}
@@ -241,7 +241,7 @@ func TestRegression_GoexitInACallbackDoesNotWedgeTheScheduler(t *testing.T) {
 					ids = append(ids, id)
 				}}
 				if where == "peer send" {
-					a.onSend = func(uint64, any) { runtime.Goexit() }
+					a.onSend = func(peer.RequestID, any) { runtime.Goexit() }
 				}
 				// Each call below is made on a goroutine of its own, as
 				// Goexit would end the test's goroutine with inline callbacks.
@@ -380,9 +380,9 @@ func TestDeliverReturnsWhileAReceiverIsSlow(t *testing.T) {
 		w.connect("B", 1)
 		release := make(chan struct{})
 		var slowCalls, fastCalls atomic.Int32
-		slow := receiver.Funcs{Response: func(receiver.RequestID, peer.ID, any) { slowCalls.Add(1); <-release }}
-		fast := receiver.Funcs{Response: func(receiver.RequestID, peer.ID, any) { fastCalls.Add(1) }}
-		var toA, toB []receiver.RequestID
+		slow := receiver.Funcs{Response: func(peer.RequestID, peer.ID, any) { slowCalls.Add(1); <-release }}
+		fast := receiver.Funcs{Response: func(peer.RequestID, peer.ID, any) { fastCalls.Add(1) }}
+		var toA, toB []peer.RequestID
 		_, err := w.s.Schedule(&script{onOffer: sendFirst(slow, time.Minute, &toA, "A")}, 0)
 		require.NoError(t, err)
 		w.settle()

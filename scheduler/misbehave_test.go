@@ -63,7 +63,7 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 			name: "a receiver panics on its response",
 			do: func(t *testing.T, w *world) {
 				w.connect("A", 1)
-				id := requestOn(t, w, receiver.Funcs{Response: func(receiver.RequestID, peer.ID, any) { panic("receiver exploded") }})
+				id := requestOn(t, w, receiver.Funcs{Response: func(peer.RequestID, peer.ID, any) { panic("receiver exploded") }})
 				require.NoError(t, w.s.Deliver("A", id, "ok"))
 			},
 			counted: func(st Stats) uint64 { return st.PanicsHandled },
@@ -73,7 +73,7 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 			name: "a receiver panics on its failure",
 			do: func(t *testing.T, w *world) {
 				w.connect("A", 1)
-				requestOn(t, w, receiver.Funcs{Failure: func(receiver.RequestID, peer.ID, receiver.Reason) { panic("failure exploded") }})
+				requestOn(t, w, receiver.Funcs{Failure: func(peer.RequestID, peer.ID, receiver.Reason) { panic("failure exploded") }})
 				w.advance(time.Second)
 				require.Equal(t, uint64(1), w.s.Stats().TimedOut)
 			},
@@ -130,8 +130,8 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 			do: func(t *testing.T, w *world) {
 				a := w.connect("A", 2)
 				a.fail = errRefused
-				var refusedID uint64
-				a.onSend = func(id uint64, _ any) { refusedID = id }
+				var refusedID peer.RequestID
+				a.onSend = func(id peer.RequestID, _ any) { refusedID = id }
 				tk, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) { _, _ = o.Request(0, "x", newOutcomes(), time.Second) }}, 0)
 				require.NoError(t, err)
 				require.True(t, w.s.WithdrawSender(tk))
@@ -139,7 +139,7 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				require.NotZero(t, refusedID)
 				// The ID of a send the host refused, the ID a notification
 				// carries, and IDs never issued.
-				for _, id := range []receiver.RequestID{receiver.RequestID(refusedID), 0, 1 << 40, receiver.RequestID(refusedID) + 1<<32} {
+				for _, id := range []peer.RequestID{refusedID, 0, 1 << 40, refusedID + 1<<32} {
 					require.ErrorIs(t, w.s.Deliver("A", id, "forged"), ErrUnknownRequest)
 				}
 				require.Equal(t, uint64(4), w.s.Stats().Unknown)
@@ -278,7 +278,7 @@ func TestCallbacksCallEveryMethod(t *testing.T) {
 
 				var calls []string
 				var nested []*script
-				callAll := func(id receiver.RequestID) {
+				callAll := func(id peer.RequestID) {
 					note := func(what string, err error) { calls = append(calls, fmt.Sprintf("%s: %s", what, errClass(err))) }
 					note("connect C", w.s.Connect(&hostPeer{id: "C"}, 1))
 					snd := &script{}
@@ -296,7 +296,7 @@ func TestCallbacksCallEveryMethod(t *testing.T) {
 					calls = append(calls, "stop returned")
 				}
 
-				var id receiver.RequestID
+				var id peer.RequestID
 				rcv := newOutcomes()
 				trigger := &script{name: "trigger"}
 				switch from {
@@ -311,17 +311,17 @@ func TestCallbacksCallEveryMethod(t *testing.T) {
 					trigger.onOffer = func(o offer.Offer) {
 						var err error
 						id, err = o.Request(0, "x", receiver.Funcs{
-							Response: func(id receiver.RequestID, _ peer.ID, _ any) { callAll(id) },
-							Failure:  func(id receiver.RequestID, _ peer.ID, _ receiver.Reason) { callAll(id) },
+							Response: func(id peer.RequestID, _ peer.ID, _ any) { callAll(id) },
+							Failure:  func(id peer.RequestID, _ peer.ID, _ receiver.Reason) { callAll(id) },
 						}, time.Second)
 						require.NoError(t, err)
 					}
 				case "Sender.OnDiscard":
 					trigger.onDiscard = func() { callAll(id) }
 				case "Peer.Send":
-					a.onSend = func(reqID uint64, _ any) {
+					a.onSend = func(reqID peer.RequestID, _ any) {
 						a.onSend = nil
-						id = receiver.RequestID(reqID)
+						id = peer.RequestID(reqID)
 						callAll(id)
 					}
 					trigger.onOffer = func(o offer.Offer) {
@@ -370,7 +370,7 @@ func TestResponseAtTheDeadlineBeforeTheTimerRunsIsLate(t *testing.T) {
 		// The mock fires timers due at the same instant in the order they
 		// were made: this one, made before the scheduler's first deadline
 		// timer, fires first.
-		var id receiver.RequestID
+		var id peer.RequestID
 		var err error
 		w.clock.AfterFunc(time.Second, func() { err = w.s.Deliver("A", id, "at the deadline") })
 		id = requestOn(t, w, rec)
@@ -383,9 +383,9 @@ func TestResponseAtTheDeadlineBeforeTheTimerRunsIsLate(t *testing.T) {
 // requestOn schedules a sender that sends one request with r and a timeout
 // of one second, on a channel of peer to (any, if not given), and returns
 // its ID.
-func requestOn(t *testing.T, w *world, r receiver.Receiver, to ...peer.ID) receiver.RequestID {
+func requestOn(t *testing.T, w *world, r receiver.Receiver, to ...peer.ID) peer.RequestID {
 	t.Helper()
-	var ids []receiver.RequestID
+	var ids []peer.RequestID
 	_, err := w.s.Schedule(&script{onOffer: sendFirst(r, time.Second, &ids, to...)}, 0)
 	require.NoError(t, err)
 	require.Len(t, ids, 1)

@@ -209,7 +209,7 @@ const (
 
 type mReq struct {
 	note     bool // a notification: its slot is held until it is digested
-	id       receiver.RequestID
+	id       peer.RequestID
 	r        receiver.Receiver // nil once withdrawn
 	to       *mPeer
 	sentAt   time.Duration
@@ -784,7 +784,7 @@ func (c *modelCarrier) unclaim(o *mOffer, i int) {
 	(*model)(c).sendEnded(o, false)
 }
 
-func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (receiver.RequestID, error) {
+func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (peer.RequestID, error) {
 	m := (*model)(c)
 	if r == nil {
 		return 0, ErrNilReceiver
@@ -813,7 +813,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	} else {
 		q.deadline = m.arm(timeout, q)
 	}
-	if err := m.hostSend(p, uint64(q.id), message); err != nil {
+	if err := m.hostSend(p, peer.RequestID(q.id), message); err != nil {
 		m.disarm(q)
 		m.forget(q)
 		if !p.gone {
@@ -880,7 +880,7 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	return nil
 }
 
-func (m *model) hostSend(p *mPeer, id uint64, message any) (err error) {
+func (m *model) hostSend(p *mPeer, id peer.RequestID, message any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			m.st.PanicsHandled++
@@ -906,14 +906,14 @@ func (m *model) add(r receiver.Receiver, p *mPeer) *mReq {
 	if s.generation == 0 {
 		s.generation = 1
 	}
-	q := &mReq{id: receiver.RequestID(uint64(s.generation)<<32 | uint64(slot+1)), r: r, to: p, sentAt: m.now, sending: true}
+	q := &mReq{id: peer.RequestID(uint64(s.generation)<<32 | uint64(slot+1)), r: r, to: p, sentAt: m.now, sending: true}
 	s.req = q
 	p.requests = append(p.requests, q)
 	m.inFlight++
 	return q
 }
 
-func (m *model) lookup(id receiver.RequestID) *mReq {
+func (m *model) lookup(id peer.RequestID) *mReq {
 	slot := int64(uint32(id)) - 1
 	if slot < 0 || slot >= int64(len(m.slots)) || m.slots[slot].generation != uint32(id>>32) {
 		return nil
@@ -975,7 +975,7 @@ func (m *model) finish(q *mReq, o outcome) {
 	m.pending = append(m.pending, mCallback{f: func() { r.OnFailure(id, from, reason) }, receiver: true})
 }
 
-func (m *model) WithdrawReceiver(id receiver.RequestID) bool {
+func (m *model) WithdrawReceiver(id peer.RequestID) bool {
 	q := m.lookup(id)
 	if q == nil || q.ended != none || q.r == nil {
 		return false
@@ -984,16 +984,16 @@ func (m *model) WithdrawReceiver(id receiver.RequestID) bool {
 	return true
 }
 
-func (m *model) Deliver(from peer.ID, id receiver.RequestID, response any) error {
+func (m *model) Deliver(from peer.ID, id peer.RequestID, response any) error {
 	return m.answer(from, id, answered, response)
 }
 
-func (m *model) Refuse(from peer.ID, id receiver.RequestID) error {
+func (m *model) Refuse(from peer.ID, id peer.RequestID) error {
 	return m.answer(from, id, refused, nil)
 }
 
 // answer is Deliver (how is answered) and Refuse (how is refused).
-func (m *model) answer(from peer.ID, id receiver.RequestID, how outcome, response any) error {
+func (m *model) answer(from peer.ID, id peer.RequestID, how outcome, response any) error {
 	if m.stopped {
 		return ErrStopped
 	}

@@ -194,7 +194,7 @@ func (s *Scheduler) sendSettled() {
 	}
 }
 
-func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (receiver.RequestID, error) {
+func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (peer.RequestID, error) {
 	s := (*Scheduler)(c)
 	if r == nil {
 		return 0, ErrNilReceiver
@@ -220,7 +220,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	bytes := s.spendLocked()
 	class := s.bookLocked()
 	now := s.now()
-	var id receiver.RequestID
+	var id peer.RequestID
 	if soft > 0 {
 		id = s.table.AddSoft(r, ref, now, soft, timeout, requests.Terms{Class: class})
 	} else {
@@ -241,7 +241,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 			s.sendSettled()
 		}
 	}()
-	err = s.hostSend(p, uint64(id), message)
+	err = s.hostSend(p, id, message)
 	returned = true
 	if err != nil {
 		s.undoRequest(generation, i, id, bytes)
@@ -297,7 +297,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 // undoRequest takes back a request whose host send failed: it never
 // existed, its channel is open again, and the budget has its token and
 // bytes back.
-func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID, bytes int64) {
+func (s *Scheduler) undoRequest(generation uint64, i int, id peer.RequestID, bytes int64) {
 	s.offersMu.Lock()
 	s.requestsMu.Lock()
 	if f, ok := s.table.Unsend(id); ok {
@@ -390,7 +390,7 @@ func (s *Scheduler) sendFailed(to peer.ID, err error) error {
 
 // hostSend calls the host's send, turning a panic into an error so that a
 // misbehaving host cannot leave a channel closed forever.
-func (s *Scheduler) hostSend(p peer.Peer, requestID uint64, message any) (err error) {
+func (s *Scheduler) hostSend(p peer.Peer, requestID peer.RequestID, message any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.panics.Add(1)

@@ -29,7 +29,7 @@ import (
 func TestPromise01_OneExitPerSender(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		w.connect("A", 1)
 
 		// A sender that sends leaves after that one offer.
@@ -86,11 +86,11 @@ func TestPromise01_OneExitPerSender(t *testing.T) {
 func TestPromise02_OneAnswerPerRequest(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		for _, id := range []peer.ID{"A", "B", "C"} {
 			w.connect(id, 2)
 		}
-		send := func(to peer.ID, timeout time.Duration) receiver.RequestID {
+		send := func(to peer.ID, timeout time.Duration) peer.RequestID {
 			_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, timeout, &ids, to)}, 0)
 			require.NoError(t, err)
 			return ids[len(ids)-1]
@@ -125,7 +125,7 @@ func TestPromise02_OneAnswerPerRequest(t *testing.T) {
 func TestPromise03_ChannelsAreConserved(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		a := w.connect("A", 3)
 		w.checkChannels()
 		for range 3 {
@@ -192,7 +192,7 @@ func TestPromise03_NotificationReopensAfterDigest(t *testing.T) {
 func TestPromise04_FairOffers(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		var order []string
 		taker := func(name string) *script {
 			return &script{name: name, onOffer: func(o offer.Offer) {
@@ -311,10 +311,10 @@ func TestPromise04_ALoneSenderClosesEveryChannelOverSuccessiveOffers(t *testing.
 }
 
 // peerOf finds which peer a request was sent to, from the hosts' records.
-func peerOf(w *world, id receiver.RequestID) peer.ID {
+func peerOf(w *world, id peer.RequestID) peer.ID {
 	for pid, p := range w.peers {
 		for _, m := range p.sends() {
-			if m.requestID == uint64(id) {
+			if m.requestID == id {
 				return pid
 			}
 		}
@@ -359,10 +359,10 @@ func TestPromise05_CallbacksAreSerializedAndRunOutsideLocks(t *testing.T) {
 		}
 		const peers, perPeer = 8, 4
 		var mu sync.Mutex
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		rcv := receiver.Funcs{
-			Response: func(receiver.RequestID, peer.ID, any) { enter() },
-			Failure:  func(receiver.RequestID, peer.ID, receiver.Reason) { enter() },
+			Response: func(peer.RequestID, peer.ID, any) { enter() },
+			Failure:  func(peer.RequestID, peer.ID, receiver.Reason) { enter() },
 		}
 		for i := range peers {
 			w.connect(peer.ID(fmt.Sprint("p", i)), perPeer)
@@ -399,13 +399,13 @@ func TestPromise05_CallbacksAreSerializedAndRunOutsideLocks(t *testing.T) {
 func TestPromise06_ReentrancyFromEveryCallback(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		a := w.connect("A", 2)
 
 		// From OnOffer: schedule a continuation. It is offered before the
 		// outermost call (this Schedule) returns.
 		continuation := &script{onOffer: sendFirst(rec, time.Minute, &ids)}
-		var firstID receiver.RequestID
+		var firstID peer.RequestID
 		first := &script{onOffer: func(o offer.Offer) {
 			var err error
 			firstID, err = o.Request(0, "one", rec, time.Minute)
@@ -420,11 +420,11 @@ func TestPromise06_ReentrancyFromEveryCallback(t *testing.T) {
 
 		// From the host's send: deliver the response inline. The receiver
 		// runs before the outermost call returns, after the send is done.
-		var inlineID receiver.RequestID
+		var inlineID peer.RequestID
 		a.mu.Lock()
-		a.onSend = func(requestID uint64, message any) {
+		a.onSend = func(requestID peer.RequestID, message any) {
 			if message == "inline" {
-				require.NoError(t, w.s.Deliver("A", receiver.RequestID(requestID), "inline answer"))
+				require.NoError(t, w.s.Deliver("A", requestID, "inline answer"))
 			}
 		}
 		a.mu.Unlock()
@@ -440,8 +440,8 @@ func TestPromise06_ReentrancyFromEveryCallback(t *testing.T) {
 		var steps []string
 		b := w.connect("B", 1)
 		_ = b
-		var fromReceiver receiver.RequestID
-		reentrant := receiver.Funcs{Response: func(id receiver.RequestID, from peer.ID, _ any) {
+		var fromReceiver peer.RequestID
+		reentrant := receiver.Funcs{Response: func(id peer.RequestID, from peer.ID, _ any) {
 			steps = append(steps, "response")
 			_ = w.s.Stats()
 			require.False(t, w.s.WithdrawReceiver(id), "already ended")
@@ -535,7 +535,7 @@ func TestPromise07_LockOrder(t *testing.T) {
 func TestPromise08_ResponsesAreBoundToTheirRequest(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		w.connect("A", 2)
 		w.connect("B", 2)
 		for _, to := range []peer.ID{"A", "A", "B"} {
@@ -578,7 +578,7 @@ func TestPromise08_ResponsesAreBoundToTheirRequest(t *testing.T) {
 func TestPromise09_DisconnectFailsOnlyThatPeersRequestsAtOnce(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		w.connect("A", 3)
 		w.connect("B", 50)
 		for range 3 {
@@ -607,7 +607,7 @@ func TestPromise09_DisconnectFailsOnlyThatPeersRequestsAtOnce(t *testing.T) {
 func TestPromise10_Stop(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		w.connect("A", 2)
 		_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Minute, &ids)}, 0)
 		require.NoError(t, err)
@@ -697,7 +697,7 @@ func TestPromise10_ShutdownWaitsForCallbacksOnOtherGoroutines(t *testing.T) {
 func TestPromise11_Withdrawal(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		w.connect("A", 2)
 		_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
 		require.NoError(t, err)
@@ -839,10 +839,10 @@ func TestPromise13_APanickingCallbackCannotBreakTheScheduler(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))
 	inBubble(t, Config{Logger: logger}, func(w *world) {
 		a := w.connect("A", 2)
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		boom := receiver.Funcs{
-			Response: func(receiver.RequestID, peer.ID, any) { panic("receiver exploded") },
-			Failure:  func(receiver.RequestID, peer.ID, receiver.Reason) { panic("failure exploded") },
+			Response: func(peer.RequestID, peer.ID, any) { panic("receiver exploded") },
+			Failure:  func(peer.RequestID, peer.ID, receiver.Reason) { panic("failure exploded") },
 		}
 		// A sender that sends and then panics: the send counts.
 		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
@@ -970,7 +970,7 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 		a := &hostPeer{id: "A"}
 		// At every send the peer's channel has just closed: it had fewer
 		// messages in flight than its limit.
-		a.onSend = func(uint64, any) {
+		a.onSend = func(peer.RequestID, any) {
 			u := w.usage("A")
 			require.LessOrEqual(t, u.ChannelsClosed, u.Limit, "a send beyond the peer's limit")
 		}
@@ -978,7 +978,7 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 		w.peers["A"] = a
 
 		// Alone, a sender may close every channel the limit gives.
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		greedy := &script{onOffer: func(o offer.Offer) {
 			for i := range o.Size() {
 				c, _ := o.Channel(i)
@@ -1061,7 +1061,7 @@ func TestPromise15_ALimiterPanicIsReportedAndTheLimitHolds(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))
 	inBubble(t, Config{Logger: logger}, func(w *world) {
 		require.NoError(t, w.s.ConnectWith(&hostPeer{id: "A"}, peer.Options{Limiter: panickyLimiter{}}))
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		_, err := w.s.Schedule(&script{onOffer: sendFirst(newOutcomes(), time.Second, &ids)}, 0)
 		require.NoError(t, err)
 		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
@@ -1086,7 +1086,7 @@ func TestPromise15_AnExplicitRefusalMakesAnAdaptivePeerBackOff(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		for _, id := range []peer.ID{"busy", "fine"} {
 			p := &hostPeer{id: id}
-			p.onSend = func(uint64, any) {
+			p.onSend = func(peer.RequestID, any) {
 				u := w.usage(id)
 				require.LessOrEqual(t, u.ChannelsClosed, u.Limit, "a send beyond the peer's limit")
 			}
@@ -1096,8 +1096,8 @@ func TestPromise15_AnExplicitRefusalMakesAnAdaptivePeerBackOff(t *testing.T) {
 		rec := newOutcomes()
 		// fill sends on every open channel of the peer to, and returns the
 		// requests' IDs.
-		fill := func(to peer.ID) []receiver.RequestID {
-			var ids []receiver.RequestID
+		fill := func(to peer.ID) []peer.RequestID {
+			var ids []peer.RequestID
 			if w.usage(to).ChannelsOpen == 0 {
 				return nil
 			}
@@ -1152,7 +1152,7 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 		rec := newOutcomes()
 		w.connect("A", 2)
 		w.connect("B", 2)
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		var sizes []int
 		greedy := &script{onOffer: func(o offer.Offer) {
 			sizes = append(sizes, o.Size())
@@ -1209,7 +1209,7 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 		start := w.clock.Now()
 		var sentAt []time.Duration // every send the host was asked to make
 		a := &hostPeer{id: "A"}
-		a.onSend = func(uint64, any) {
+		a.onSend = func(peer.RequestID, any) {
 			sentAt = append(sentAt, w.clock.Since(start))
 			a.mu.Lock()
 			a.fail = nil // a refusal, below, is for one send only
@@ -1217,7 +1217,7 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 		}
 		require.NoError(t, w.s.Connect(a, 10))
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		senders := make([]*script, 5)
 		for i := range senders {
 			senders[i] = &script{onOffer: sendFirst(rec, time.Hour, &ids)}
@@ -1280,7 +1280,7 @@ func TestPromise16_BytesPerSecond(t *testing.T) {
 		var sentAt []time.Duration
 		var sentBytes []int64
 		a := &hostPeer{id: "A"}
-		a.onSend = func(_ uint64, message any) {
+		a.onSend = func(_ peer.RequestID, message any) {
 			sentAt = append(sentAt, w.clock.Since(start))
 			sentBytes = append(sentBytes, message.(int64))
 			a.mu.Lock()
@@ -1289,7 +1289,7 @@ func TestPromise16_BytesPerSecond(t *testing.T) {
 		}
 		require.NoError(t, w.s.Connect(a, 20))
 		rec := newOutcomes()
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		var order []string
 		// sender sends up to n messages of its declared size.
 		sender := func(name string, bytes int64, n int) *script {
@@ -1420,7 +1420,7 @@ func TestPromise17_ClassBooking(t *testing.T) {
 		}
 		rec := newOutcomes()
 		a := w.connect("A", 10)
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		var order []string
 		greedy := func(name string) *script {
 			return &script{name: name, onOffer: func(o offer.Offer) {
@@ -1538,7 +1538,7 @@ func TestPromise18_NoStarvation(t *testing.T) {
 		var order []int
 		inBubble(t, cfg, func(w *world) {
 			rec := newOutcomes()
-			var ids []receiver.RequestID
+			var ids []peer.RequestID
 			var stream func(priority int, again bool) *script
 			stream = func(priority int, again bool) *script {
 				return &script{onOffer: func(o offer.Offer) {
@@ -1598,7 +1598,7 @@ func TestPromise18_NoStarvation(t *testing.T) {
 // slowOutcomes records OnSlow beside the final outcomes.
 type slowOutcomes struct{ *outcomes }
 
-func (o slowOutcomes) OnSlow(id receiver.RequestID, from peer.ID) {
+func (o slowOutcomes) OnSlow(id peer.RequestID, from peer.ID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls[id] = append(o.calls[id], fmt.Sprintf("slow at %s", from))
@@ -1612,8 +1612,8 @@ func TestPromise19_TwoPhaseDeadlines(t *testing.T) {
 	const soft, hard = 100 * time.Millisecond, time.Second
 	// send requests once, on the first open channel of peer to, with both
 	// deadlines, through a sender of its own.
-	send := func(w *world, r receiver.Receiver, to peer.ID) receiver.RequestID {
-		var id receiver.RequestID
+	send := func(w *world, r receiver.Receiver, to peer.ID) peer.RequestID {
+		var id peer.RequestID
 		snd := &script{onOffer: func(o offer.Offer) {
 			for i := range o.Len() {
 				if c, _ := o.Channel(i); c.Peer == to {

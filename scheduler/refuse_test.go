@@ -9,7 +9,6 @@ import (
 	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 // Refuse: a peer's explicit "no" to a request, handed back by the host.
@@ -28,7 +27,7 @@ func TestRefuseEndsTheRequestAsRefused(t *testing.T) {
 		a := &hostPeer{id: "A"}
 		require.NoError(t, w.s.ConnectWith(a, peer.Options{Limiter: l}))
 		w.peers["A"] = a
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		send := func() {
 			t.Helper()
 			_, err := w.s.ScheduleWith(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0, offer.Options{Class: "bulk"})
@@ -104,7 +103,7 @@ func TestRefuseDropsWhatDeliverDrops(t *testing.T) {
 
 		require.ErrorIs(t, w.s.Refuse("B", refused), ErrWrongPeer)
 		require.ErrorIs(t, w.s.Refuse("nobody", refused), ErrWrongPeer)
-		for _, id := range []receiver.RequestID{0, refused + 1<<40, 999999, refused + 1<<32} {
+		for _, id := range []peer.RequestID{0, refused + 1<<40, 999999, refused + 1<<32} {
 			require.ErrorIs(t, w.s.Refuse("A", id), ErrUnknownRequest, "id %#x", uint64(id))
 		}
 		require.Zero(t, rec.total(), "nothing reached a receiver")
@@ -156,14 +155,14 @@ func TestRefuseWhileTheHostSends(t *testing.T) {
 				require.NoError(t, w.s.ConnectWith(a, peer.Options{Limiter: l}))
 				w.peers["A"] = a
 				var refuseErr error
-				a.onSend = func(id uint64, _ any) {
-					refuseErr = w.s.Refuse("A", receiver.RequestID(id))
+				a.onSend = func(id peer.RequestID, _ any) {
+					refuseErr = w.s.Refuse("A", peer.RequestID(id))
 					require.Equal(t, 1, w.usage("A").ChannelsClosed, "the request holds its channel until Send returns")
 				}
 				if sendFails {
 					a.fail = errRefused
 				}
-				var ids []receiver.RequestID
+				var ids []peer.RequestID
 				_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
 				require.NoError(t, err)
 				w.settle()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 // A request whose peer disconnects while the host is still sending it fails
@@ -22,8 +21,8 @@ func TestRegression_DisconnectWhileSendingNamesThePeer(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
 		a := w.connect("A", 1)
-		a.onSend = func(uint64, any) { require.NoError(t, w.s.Disconnect("A")) }
-		var id receiver.RequestID
+		a.onSend = func(peer.RequestID, any) { require.NoError(t, w.s.Disconnect("A")) }
+		var id peer.RequestID
 		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
 			var err error
 			id, err = o.Request(0, "x", rec, time.Second)
@@ -75,20 +74,20 @@ func TestRegression_ResponseToARequestEndedWhileSendingIsLate(t *testing.T) {
 		w.connect("B", 1)
 		var delivered []error
 		// The first request: A disconnects, then answers.
-		a.onSend = func(id uint64, _ any) {
+		a.onSend = func(id peer.RequestID, _ any) {
 			require.NoError(t, w.s.Disconnect("A"))
-			delivered = append(delivered, w.s.Deliver("A", receiver.RequestID(id), "after disconnect"))
+			delivered = append(delivered, w.s.Deliver("A", peer.RequestID(id), "after disconnect"))
 		}
-		var ids []receiver.RequestID
+		var ids []peer.RequestID
 		_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids, "A")}, 0)
 		require.NoError(t, err)
 		// The second, to A connected again: it times out, then B and A answer.
 		a = w.connect("A", 1)
-		a.onSend = func(id uint64, _ any) {
+		a.onSend = func(id peer.RequestID, _ any) {
 			w.advance(time.Second)
 			delivered = append(delivered,
-				w.s.Deliver("B", receiver.RequestID(id), "from B"),
-				w.s.Deliver("A", receiver.RequestID(id), "from A"))
+				w.s.Deliver("B", peer.RequestID(id), "from B"),
+				w.s.Deliver("A", peer.RequestID(id), "from A"))
 		}
 		_, err = w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids, "A")}, 0)
 		require.NoError(t, err)
@@ -112,17 +111,17 @@ func TestRegression_ResponseToARequestEndedWhileSendingIsLate(t *testing.T) {
 func TestRegression_StopWhileSendingKeepsTheOutcomeAlreadyHeld(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		first  func(w *world, id receiver.RequestID) // the event before Stop, during the send
+		first  func(w *world, id peer.RequestID) // the event before Stop, during the send
 		want   string
 		counts func(st Stats) uint64
 	}{
-		{"an accepted response", func(w *world, id receiver.RequestID) {
+		{"an accepted response", func(w *world, id peer.RequestID) {
 			require.NoError(t, w.s.Deliver("A", id, "early"))
 		}, "response from A: early", func(st Stats) uint64 { return st.Succeeded }},
-		{"a timeout", func(w *world, id receiver.RequestID) {
+		{"a timeout", func(w *world, id peer.RequestID) {
 			w.advance(time.Second)
 		}, "failure from A: timeout", func(st Stats) uint64 { return st.TimedOut }},
-		{"an accepted refusal", func(w *world, id receiver.RequestID) {
+		{"an accepted refusal", func(w *world, id peer.RequestID) {
 			require.NoError(t, w.s.Refuse("A", id))
 		}, "failure from A: refused", func(st Stats) uint64 { return st.Refused }},
 	} {
@@ -130,11 +129,11 @@ func TestRegression_StopWhileSendingKeepsTheOutcomeAlreadyHeld(t *testing.T) {
 			inBubble(t, Config{}, func(w *world) {
 				rec := newOutcomes()
 				a := w.connect("A", 1)
-				a.onSend = func(id uint64, _ any) {
-					tc.first(w, receiver.RequestID(id))
+				a.onSend = func(id peer.RequestID, _ any) {
+					tc.first(w, peer.RequestID(id))
 					w.s.Stop()
 				}
-				var ids []receiver.RequestID
+				var ids []peer.RequestID
 				_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Second, &ids)}, 0)
 				require.NoError(t, err)
 				require.Equal(t, []string{tc.want}, rec.of(ids[0]))
@@ -211,14 +210,14 @@ func TestRegression_NotificationForAGonePeerHoldsNoChannelOfItsSuccessor(t *test
 	inBubble(t, Config{}, func(w *world) {
 		rec := newOutcomes()
 		a := w.connect("A", 1)
-		a.onSend = func(uint64, any) { require.NoError(t, w.s.Disconnect("A")) }
+		a.onSend = func(peer.RequestID, any) { require.NoError(t, w.s.Disconnect("A")) }
 		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
 			require.NoError(t, o.Notify(0, "news", 5*time.Millisecond))
 		}}, 0)
 		require.NoError(t, err)
 
 		w.connect("B", 1) // takes A's slot in the pool
-		var id receiver.RequestID
+		var id peer.RequestID
 		_, err = w.s.Schedule(&script{onOffer: func(o offer.Offer) {
 			id, err = o.Request(0, "x", rec, time.Hour)
 			require.NoError(t, err)

@@ -568,7 +568,7 @@ func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
 // keeps its channel closed until its response or deadline comes. It returns
 // false if the request has already ended (its callback has run or is about
 // to) or was already withdrawn.
-func (s *Scheduler) WithdrawReceiver(id receiver.RequestID) bool {
+func (s *Scheduler) WithdrawReceiver(id peer.RequestID) bool {
 	s.requestsMu.Lock()
 	defer s.requestsMu.Unlock()
 	return s.table.Withdraw(id)
@@ -582,7 +582,7 @@ func (s *Scheduler) WithdrawReceiver(id receiver.RequestID) bool {
 // channel reopens. Otherwise it is dropped, counted, and Deliver returns why:
 // ErrUnknownRequest, ErrWrongPeer, ErrDuplicateResponse, ErrLateResponse, or
 // ErrStopped.
-func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) error {
+func (s *Scheduler) Deliver(from peer.ID, id peer.RequestID, response any) error {
 	return s.answer(from, id, response, false)
 }
 
@@ -602,12 +602,12 @@ func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) e
 // ranks its channels in offers, does not take it: a refusal comes back
 // fast because the peer did no work, and would make the most overloaded
 // peer look like the best one.
-func (s *Scheduler) Refuse(from peer.ID, id receiver.RequestID) error {
+func (s *Scheduler) Refuse(from peer.ID, id peer.RequestID) error {
 	return s.answer(from, id, nil, true)
 }
 
 // answer is Deliver (a response) and Refuse (refused set).
-func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, refused bool) error {
+func (s *Scheduler) answer(from peer.ID, id peer.RequestID, response any, refused bool) error {
 	// Both locks at once: the request ends (requests) and its channel
 	// reopens (offers) in one step. This is the hottest path there is, and
 	// taking each lock once is cheaper than handing the channel over in a
@@ -727,7 +727,7 @@ func (s *Scheduler) countEndLocked(f *requests.Finished) {
 // peer and is a warning; late and duplicate responses happen in healthy
 // networks and are debug records. The level is checked first so that a
 // silent logger costs nothing.
-func (s *Scheduler) logDropped(from peer.ID, id receiver.RequestID, refusal bool, err error) {
+func (s *Scheduler) logDropped(from peer.ID, id peer.RequestID, refusal bool, err error) {
 	level := slog.LevelDebug
 	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrWrongPeer) {
 		level = slog.LevelWarn

@@ -74,10 +74,10 @@ type stressWorld struct {
 	mu         sync.Mutex // guards the fields below
 	senders    []*stressSender
 	tickets    []offer.Ticket
-	requests   map[receiver.RequestID]*stressReceiver
-	recent     []receiver.RequestID
-	deadline   map[receiver.RequestID]time.Time // for each request sent, when it is due
-	accepted   map[receiver.RequestID]bool      // requests whose response Deliver accepted
+	requests   map[peer.RequestID]*stressReceiver
+	recent     []peer.RequestID
+	deadline   map[peer.RequestID]time.Time // for each request sent, when it is due
+	accepted   map[peer.RequestID]bool      // requests whose response Deliver accepted
 	violations []string
 	lateOffers int // offers made to a sender after its withdrawal returned
 }
@@ -106,8 +106,8 @@ func runStress(t *testing.T, seed uint64) {
 		t.Fatal(err)
 	}
 	w := &stressWorld{s: s, clk: clk, target: stressOps(),
-		requests: map[receiver.RequestID]*stressReceiver{}, deadline: map[receiver.RequestID]time.Time{},
-		accepted: map[receiver.RequestID]bool{}}
+		requests: map[peer.RequestID]*stressReceiver{}, deadline: map[peer.RequestID]time.Time{},
+		accepted: map[peer.RequestID]bool{}}
 	w.stopAt = w.target * int64(60+root.IntN(35)) / 100
 	w.stopKind = root.IntN(len(stopPlaces))
 
@@ -205,7 +205,7 @@ func (w *stressWorld) work(r *rand.Rand) {
 			w.withdrawReceiver(r)
 		case k < 74:
 			w.op()
-			_ = w.s.Deliver(peerID(r.IntN(stressPeers)), receiver.RequestID(r.Uint64()), "forged")
+			_ = w.s.Deliver(peerID(r.IntN(stressPeers)), peer.RequestID(r.Uint64()), "forged")
 		case k < 78:
 			w.op()
 			st := w.s.Stats()
@@ -270,7 +270,7 @@ func (w *stressWorld) withdrawSender(r *rand.Rand) {
 
 func (w *stressWorld) withdrawReceiver(r *rand.Rand) {
 	w.mu.Lock()
-	var id receiver.RequestID
+	var id peer.RequestID
 	if n := len(w.recent); n > 0 {
 		id = w.recent[r.IntN(n)]
 	}
@@ -441,13 +441,13 @@ func (s *stressSender) OnDiscard() {
 type stressReceiver struct {
 	w         *stressWorld
 	r         *rand.Rand
-	id        receiver.RequestID
+	id        peer.RequestID
 	outcomes  atomic.Int32
 	last      atomic.Int32 // 1 response, 2 timeout, 3 disconnected, 4 shutdown
 	withdrawn atomic.Bool
 }
 
-func (rc *stressReceiver) outcome(id receiver.RequestID, kind int32) {
+func (rc *stressReceiver) outcome(id peer.RequestID, kind int32) {
 	w := rc.w
 	if rc.outcomes.Add(1) > 1 {
 		w.violate("%#x: a second outcome", uint64(id))
@@ -469,14 +469,14 @@ func (rc *stressReceiver) outcome(id receiver.RequestID, kind int32) {
 	}
 }
 
-func (rc *stressReceiver) OnResponse(id receiver.RequestID, from peer.ID, response any) {
+func (rc *stressReceiver) OnResponse(id peer.RequestID, from peer.ID, response any) {
 	if want := fmt.Sprintf("answer to %#x", uint64(id)); response != want {
 		rc.w.violate("%#x got %v", uint64(id), response)
 	}
 	rc.outcome(id, 1)
 }
 
-func (rc *stressReceiver) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (rc *stressReceiver) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason) {
 	rc.outcome(id, int32(reason)+1)
 }
 
@@ -492,7 +492,7 @@ type stressPeer struct {
 
 func (p *stressPeer) ID() peer.ID { return p.id }
 
-func (p *stressPeer) Send(requestID uint64, message any) error {
+func (p *stressPeer) Send(requestID peer.RequestID, message any) error {
 	w, r := p.w, p.r
 	k := r.IntN(100)
 	stopping := requestID != 0 && w.stopHere(stopInHostSend)
@@ -506,7 +506,7 @@ func (p *stressPeer) Send(requestID uint64, message any) error {
 	if requestID == 0 {
 		return nil // a notification
 	}
-	id := receiver.RequestID(requestID)
+	id := requestID
 	timeout := message.(stressMessage).timeout
 	due := w.clk.Now().Add(timeout)
 	w.mu.Lock()
@@ -537,7 +537,7 @@ func (p *stressPeer) Send(requestID uint64, message any) error {
 
 // deliver hands a response to the scheduler and checks promise 8's deadline:
 // a response is accepted only before its request is due.
-func (w *stressWorld) deliver(from peer.ID, id receiver.RequestID, answer string) {
+func (w *stressWorld) deliver(from peer.ID, id peer.RequestID, answer string) {
 	w.op()
 	now := w.clk.Now()
 	if w.s.Deliver(from, id, answer) != nil {

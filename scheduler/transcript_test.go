@@ -133,8 +133,8 @@ type transcriptRunner struct {
 	s        *Scheduler
 	peers    map[peer.ID]*hostPeer
 	senders  map[string]offer.Ticket
-	requests map[string]receiver.RequestID
-	names    map[receiver.RequestID]string
+	requests map[string]peer.RequestID
+	names    map[peer.RequestID]string
 	out      []string
 }
 
@@ -146,8 +146,8 @@ func newTranscriptRunner(t *testing.T) *transcriptRunner {
 		t: t, clock: mock, s: s,
 		peers:    map[peer.ID]*hostPeer{},
 		senders:  map[string]offer.Ticket{},
-		requests: map[string]receiver.RequestID{},
-		names:    map[receiver.RequestID]string{},
+		requests: map[string]peer.RequestID{},
+		names:    map[peer.RequestID]string{},
 	}
 }
 
@@ -187,7 +187,7 @@ func (r *transcriptRunner) run(command string) string {
 		if !ok {
 			n, err := strconv.ParseUint(args[2], 10, 64)
 			require.NoError(r.t, err, "unknown request %s", args[2])
-			id = receiver.RequestID(n)
+			id = peer.RequestID(n)
 		}
 		payload := "ok"
 		if len(args) > 3 {
@@ -325,10 +325,10 @@ func (ts *transcriptSender) send(o offer.Offer, i int, action string) {
 
 func (ts *transcriptSender) OnDiscard() { ts.r.printf("%s discarded", ts.name) }
 
-func (ts *transcriptSender) OnResponse(id receiver.RequestID, from peer.ID, response any) {
+func (ts *transcriptSender) OnResponse(id peer.RequestID, from peer.ID, response any) {
 	ts.r.printf("%s: response from %s to %s: %v", ts.r.names[id], from, ts.name, response)
 }
 
-func (ts *transcriptSender) OnFailure(id receiver.RequestID, from peer.ID, reason receiver.Reason) {
+func (ts *transcriptSender) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason) {
 	ts.r.printf("%s: %s failed at %s: %v", ts.r.names[id], ts.name, from, reason)
 }

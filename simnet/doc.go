@@ -27,10 +27,10 @@
 //		Ledger: l,
 //		Clock:  clk, // the scheduler's clock
 //		Seed:   seed,
-//		Deliver: func(from peer.ID, id receiver.RequestID, resp any) {
+//		Deliver: func(from peer.ID, id peer.RequestID, resp any) {
 //			_ = sched.Deliver(from, id, resp) // errors are the scheduler's to count
 //		},
-//		Refuse: func(from peer.ID, id receiver.RequestID) { // optional
+//		Refuse: func(from peer.ID, id peer.RequestID) { // optional
 //			_ = sched.Refuse(from, id) // overloaded peers refuse (OverflowReject)
 //		},
 //		OnDisconnect: func(p *simnet.Peer) { _ = sched.Disconnect(p.ID()) },

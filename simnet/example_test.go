@@ -8,7 +8,6 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/simnet"
 )
 
@@ -24,7 +23,7 @@ func Example() {
 	net, err := simnet.New(simnet.Config{
 		Ledger: l,
 		Seed:   1,
-		Deliver: func(from peer.ID, id receiver.RequestID, resp any) {
+		Deliver: func(from peer.ID, id peer.RequestID, resp any) {
 			fmt.Println("response", id, "from", from)
 			responses <- resp
 		},
@@ -60,7 +59,7 @@ func ExampleService() {
 	net, err := simnet.New(simnet.Config{
 		Ledger:  l,
 		Clock:   clk,
-		Deliver: func(peer.ID, receiver.RequestID, any) {},
+		Deliver: func(peer.ID, peer.RequestID, any) {},
 	})
 	if err != nil {
 		panic(err)
@@ -80,7 +79,7 @@ func ExampleService() {
 		panic(err)
 	}
 	for id := uint64(1); id <= 5; id++ {
-		if err := p.Send(id, ledger.GetObjects{Hashes: []ledger.Hash{l.Root()}}); err != nil {
+		if err := p.Send(peer.RequestID(id), ledger.GetObjects{Hashes: []ledger.Hash{l.Root()}}); err != nil {
 			panic(err)
 		}
 	}

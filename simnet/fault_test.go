@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/ledger"
-	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/peer"
 )
 
 // faulty runs n requests (ids 1..n, k hashes each, sent at time 0) to a peer
@@ -39,7 +39,7 @@ func TestFaultWrongID(t *testing.T) {
 	recs, reqs, _ := faulty(t, WrongID, 3, 2)
 	// Request 1 has no predecessor and goes out as 2; the others go out
 	// under the request before them. The content stays each request's own.
-	wantIDs := []receiver.RequestID{2, 1, 2}
+	wantIDs := []peer.RequestID{2, 1, 2}
 	for i, r := range recs {
 		if r.id != wantIDs[i] {
 			t.Errorf("answer to request %d came as %d, want %d", i+1, r.id, wantIDs[i])
@@ -56,7 +56,7 @@ func TestFaultDuplicate(t *testing.T) {
 	if len(recs) != 6 || st.Answers != 6 || st.Delivered != 6 {
 		t.Fatalf("got %v, stats %+v", recs, st)
 	}
-	seen := map[receiver.RequestID][]time.Duration{}
+	seen := map[peer.RequestID][]time.Duration{}
 	for _, r := range recs {
 		seen[r.id] = append(seen[r.id], r.at)
 		checkHonest(t, reqs[r.id-1], r.msg)
@@ -74,7 +74,7 @@ func TestFaultLate(t *testing.T) {
 		t.Fatalf("got %v", recs)
 	}
 	for i, r := range recs {
-		if r.at != 10*ms+DefaultLateBy || r.id != receiver.RequestID(i+1) {
+		if r.at != 10*ms+DefaultLateBy || r.id != peer.RequestID(i+1) {
 			t.Errorf("%v: want id %d at 10ms+%v", r, i+1, DefaultLateBy)
 		}
 		checkHonest(t, reqs[i], r.msg)
@@ -97,7 +97,7 @@ func TestFaultUnknownID(t *testing.T) {
 	if len(recs) != 20 {
 		t.Fatalf("got %d records", len(recs))
 	}
-	ids := map[receiver.RequestID]bool{}
+	ids := map[peer.RequestID]bool{}
 	for i, r := range recs {
 		if r.id>>63 != 1 {
 			t.Errorf("answer %d under id %#x, which a scheduler could have issued", i, r.id)
@@ -117,7 +117,7 @@ func TestFaultWrongType(t *testing.T) {
 	}
 	for i, r := range recs {
 		got, ok := r.msg.(ledger.GetObjects)
-		if !ok || !slices.Equal(got.Hashes, reqs[i].Hashes) || r.id != receiver.RequestID(i+1) {
+		if !ok || !slices.Equal(got.Hashes, reqs[i].Hashes) || r.id != peer.RequestID(i+1) {
 			t.Errorf("%v: want the request echoed under id %d", r, i+1)
 		}
 	}
@@ -241,7 +241,7 @@ func transcript(t *testing.T, seed uint64) (lines []string, seen map[string]int)
 		nextID := uint64(0)
 		sendTo := func(p *Peer) {
 			nextID++
-			_ = p.Send(nextID, request(int(nextID*7), 1+int(nextID%5)))
+			_ = p.Send(peer.RequestID(nextID), request(int(nextID*7), 1+int(nextID%5)))
 		}
 		h.onDeliver = func(r record) {
 			if p, ok := h.net.Peer(r.from); ok {

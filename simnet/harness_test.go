@@ -12,7 +12,6 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 // testLedger is shared by every test: it is immutable.
@@ -38,7 +37,7 @@ type record struct {
 	at   time.Duration // since the harness started
 	kind string        // "deliver", "down", "up"
 	from peer.ID
-	id   receiver.RequestID
+	id   peer.RequestID
 	msg  any
 }
 
@@ -94,14 +93,14 @@ func newHarnessWith(t *testing.T, seed uint64, refusals bool) *harness {
 		Ledger: testLedger,
 		Clock:  h.clk,
 		Seed:   seed,
-		Deliver: func(from peer.ID, id receiver.RequestID, msg any) {
+		Deliver: func(from peer.ID, id peer.RequestID, msg any) {
 			h.add(record{kind: "deliver", from: from, id: id, msg: msg})
 		},
 		OnDisconnect: func(p *Peer) { h.add(record{kind: "down", from: p.ID()}) },
 		OnReconnect:  func(p *Peer) { h.add(record{kind: "up", from: p.ID()}) },
 	}
 	if refusals {
-		cfg.Refuse = func(from peer.ID, id receiver.RequestID) { h.add(record{kind: "refuse", from: from, id: id}) }
+		cfg.Refuse = func(from peer.ID, id peer.RequestID) { h.add(record{kind: "refuse", from: from, id: id}) }
 	}
 	net, err := New(cfg)
 	if err != nil {
@@ -164,7 +163,7 @@ func request(i, k int) ledger.GetObjects {
 func (h *harness) send(p *Peer, id uint64, k int) ledger.GetObjects {
 	h.t.Helper()
 	req := request(int(id), k)
-	if err := p.Send(id, req); err != nil {
+	if err := p.Send(peer.RequestID(id), req); err != nil {
 		h.t.Fatalf("send %d: %v", id, err)
 	}
 	return req

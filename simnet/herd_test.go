@@ -176,19 +176,19 @@ type herdMux struct {
 
 type herdRoute struct {
 	node *herdNode
-	id   receiver.RequestID
+	id   peer.RequestID
 }
 
 func (m *herdMux) send(c herdConn, id uint64, msg any) error {
 	m.mu.Lock()
 	m.next++
 	wireID := m.next
-	m.routes[wireID] = herdRoute{c.node, receiver.RequestID(id)}
+	m.routes[wireID] = herdRoute{c.node, peer.RequestID(id)}
 	m.mu.Unlock()
-	return c.server.Send(wireID, msg)
+	return c.server.Send(peer.RequestID(wireID), msg)
 }
 
-func (m *herdMux) deliver(from peer.ID, wireID receiver.RequestID, resp any) {
+func (m *herdMux) deliver(from peer.ID, wireID peer.RequestID, resp any) {
 	m.mu.Lock()
 	r, ok := m.routes[uint64(wireID)]
 	delete(m.routes, uint64(wireID))
@@ -204,8 +204,10 @@ type herdConn struct {
 	server *simnet.Peer
 }
 
-func (c herdConn) ID() peer.ID                       { return c.server.ID() }
-func (c herdConn) Send(id uint64, message any) error { return c.node.mux.send(c, id, message) }
+func (c herdConn) ID() peer.ID { return c.server.ID() }
+func (c herdConn) Send(id peer.RequestID, message any) error {
+	return c.node.mux.send(c, uint64(id), message)
+}
 
 // herdNode keeps demand requests in flight until it has sent requests of
 // them. It is its own sender and receiver; with inline callbacks and the
@@ -254,13 +256,13 @@ func (n *herdNode) OnOffer(o offer.Offer) {
 
 func (n *herdNode) OnDiscard() {}
 
-func (n *herdNode) OnResponse(receiver.RequestID, peer.ID, any) {
+func (n *herdNode) OnResponse(peer.RequestID, peer.ID, any) {
 	n.inFlight--
 	n.done++
 	n.want()
 }
 
-func (n *herdNode) OnFailure(receiver.RequestID, peer.ID, receiver.Reason) {
+func (n *herdNode) OnFailure(peer.RequestID, peer.ID, receiver.Reason) {
 	n.inFlight--
 	n.done++
 	n.failures++

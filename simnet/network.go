@@ -12,7 +12,6 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 // Config configures a Network.
@@ -30,13 +29,13 @@ type Config struct {
 	// Deliver hands a response to the host, which passes it on to the
 	// scheduler's Deliver. Required. id is whatever ID the peer answered
 	// under: normally the request's, but faults can change it.
-	Deliver func(from peer.ID, id receiver.RequestID, response any)
+	Deliver func(from peer.ID, id peer.RequestID, response any)
 	// Refuse, if set, hands the host a peer's refusal of request id: a
 	// request its full Service queue turned away under OverflowReject is
 	// refused through Refuse, at the instant its empty answer would have
 	// arrived, instead of answered through Deliver. The host passes it on
 	// to the scheduler's Refuse. Nil keeps the empty answers.
-	Refuse func(from peer.ID, id receiver.RequestID)
+	Refuse func(from peer.ID, id peer.RequestID)
 	// OnDisconnect, if set, is called when a peer goes down; the host then
 	// disconnects it from the scheduler. The peer is already down when it
 	// runs: its Send fails and its responses still in flight are dropped.
@@ -78,8 +77,8 @@ type Network struct {
 	ledger  *ledger.Ledger
 	clock   clock.Clock
 	seed    uint64
-	deliver func(peer.ID, receiver.RequestID, any)
-	refuse  func(peer.ID, receiver.RequestID) // nil: rejections are empty answers
+	deliver func(peer.ID, peer.RequestID, any)
+	refuse  func(peer.ID, peer.RequestID) // nil: rejections are empty answers
 	onDown  func(*Peer)
 	onUp    func(*Peer)
 
@@ -290,7 +289,7 @@ func (n *Network) applyLocked(e event) func() {
 			return nil
 		}
 		p.stats.Delivered++
-		from, id, msg := p.id, receiver.RequestID(e.id), e.msg
+		from, id, msg := p.id, peer.RequestID(e.id), e.msg
 		if e.refusal {
 			p.stats.Refusals++
 			return func() { n.refuse(from, id) }

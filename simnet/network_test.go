@@ -13,7 +13,6 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 const ms = time.Millisecond
@@ -22,9 +21,9 @@ func TestFixedLatencyExact(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		h := newHarness(t, 1)
 		p := h.addPeer("a", Profile{Latency: Fixed(30 * ms)})
-		reqs := map[receiver.RequestID]ledger.GetObjects{}
+		reqs := map[peer.RequestID]ledger.GetObjects{}
 		for id := uint64(1); id <= 3; id++ {
-			reqs[receiver.RequestID(id)] = h.send(p, id, int(id))
+			reqs[peer.RequestID(id)] = h.send(p, id, int(id))
 		}
 		h.advance(30*ms - 1)
 		if recs := h.records(); len(recs) != 0 {
@@ -36,7 +35,7 @@ func TestFixedLatencyExact(t *testing.T) {
 			t.Fatalf("got %v", recs)
 		}
 		for i, r := range recs {
-			if r.at != 30*ms || r.from != "a" || r.id != receiver.RequestID(i+1) {
+			if r.at != 30*ms || r.from != "a" || r.id != peer.RequestID(i+1) {
 				t.Errorf("record %d: %v; want id %d from a at 30ms, in send order", i, r, i+1)
 			}
 			checkHonest(t, reqs[r.id], r.msg)
@@ -227,13 +226,13 @@ func TestSlownessSchedule(t *testing.T) {
 		}
 		h.advance(time.Second)
 		recs := h.records()
-		got := map[receiver.RequestID]time.Duration{}
+		got := map[peer.RequestID]time.Duration{}
 		for _, r := range recs {
 			got[r.id] = r.at
 		}
 		for i, want := range wantAt {
-			if got[receiver.RequestID(i+1)] != want {
-				t.Errorf("request sent at %v arrived at %v, want %v", sendAt[i], got[receiver.RequestID(i+1)], want)
+			if got[peer.RequestID(i+1)] != want {
+				t.Errorf("request sent at %v arrived at %v, want %v", sendAt[i], got[peer.RequestID(i+1)], want)
 			}
 		}
 	})
@@ -363,7 +362,7 @@ func TestOutagesIgnoreTraffic(t *testing.T) {
 			h := newHarness(t, 5)
 			p := h.addPeer("a", Profile{Latency: Uniform(0, 10*ms), Loss: 0.5, RandomOutages: &RandomOutages{MeanUp: time.Second, MeanDown: time.Second}})
 			for i := range requests {
-				_ = p.Send(uint64(i+1), request(i, 1))
+				_ = p.Send(peer.RequestID(i+1), request(i, 1))
 			}
 			h.advance(20 * time.Second)
 			for _, r := range h.records() {
@@ -498,7 +497,7 @@ func TestReentrantSend(t *testing.T) {
 		h.onDeliver = func(r record) {
 			if next < 5 {
 				next++
-				if err := p.Send(next, request(int(next), 1)); err != nil {
+				if err := p.Send(peer.RequestID(next), request(int(next), 1)); err != nil {
 					t.Error(err)
 				}
 			}
@@ -535,7 +534,7 @@ func TestAddPeerErrors(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	deliver := func(peer.ID, receiver.RequestID, any) {}
+	deliver := func(peer.ID, peer.RequestID, any) {}
 	for _, cfg := range []Config{{}, {Ledger: testLedger}, {Deliver: deliver}} {
 		if _, err := New(cfg); !errors.Is(err, ErrBadConfig) {
 			t.Errorf("New(%+v): %v", cfg, err)
@@ -549,7 +548,7 @@ func TestRealClockDefault(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		got := make(chan time.Duration, 1)
 		start := time.Now()
-		net, err := New(Config{Ledger: testLedger, Deliver: func(peer.ID, receiver.RequestID, any) {
+		net, err := New(Config{Ledger: testLedger, Deliver: func(peer.ID, peer.RequestID, any) {
 			got <- time.Since(start)
 		}})
 		if err != nil {
@@ -580,7 +579,7 @@ func TestBandwidthChargesWideIDs(t *testing.T) {
 		bubble(t, func(t *testing.T) {
 			h := newHarness(t, 1)
 			p := h.addPeer("a", Profile{Latency: Fixed(10 * ms), Bandwidth: 1000})
-			if err := p.Send(id, request(1, 3)); err != nil { // the same objects whatever the ID
+			if err := p.Send(peer.RequestID(id), request(1, 3)); err != nil { // the same objects whatever the ID
 				t.Fatal(err)
 			}
 			h.advance(time.Minute)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/ledger"
-	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/peer"
 )
 
 // Tests of Profile.Service in virtual time: exact instants of every answer.
@@ -23,9 +23,9 @@ func TestServiceQueuesRequestsFIFO(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		h := newHarness(t, 1)
 		p := h.addPeer("a", Profile{Latency: Fixed(5 * ms), Service: Service{Workers: 1, PerRequest: 10 * ms}})
-		reqs := map[receiver.RequestID]ledger.GetObjects{}
+		reqs := map[peer.RequestID]ledger.GetObjects{}
 		for id := uint64(1); id <= 3; id++ {
-			reqs[receiver.RequestID(id)] = h.send(p, id, 2)
+			reqs[peer.RequestID(id)] = h.send(p, id, 2)
 		}
 		h.advance(time.Second)
 		recs := h.records()
@@ -33,7 +33,7 @@ func TestServiceQueuesRequestsFIFO(t *testing.T) {
 			t.Fatalf("answers at %v, want 15ms 25ms 35ms: service 10ms each, one at a time, then 5ms of latency", got)
 		}
 		for i, r := range recs {
-			if r.id != receiver.RequestID(i+1) {
+			if r.id != peer.RequestID(i+1) {
 				t.Errorf("answer %d is to %d", i, r.id)
 			}
 			checkHonest(t, reqs[r.id], r.msg)
@@ -97,9 +97,9 @@ func TestServiceOverflowRejects(t *testing.T) {
 			Latency: Fixed(5 * ms),
 			Service: Service{Workers: 1, PerRequest: 10 * ms, QueueLimit: 1, Overflow: OverflowReject},
 		})
-		reqs := map[receiver.RequestID]ledger.GetObjects{}
+		reqs := map[peer.RequestID]ledger.GetObjects{}
 		for id := uint64(1); id <= 4; id++ {
-			reqs[receiver.RequestID(id)] = h.send(p, id, 3)
+			reqs[peer.RequestID(id)] = h.send(p, id, 3)
 		}
 		h.advance(time.Second)
 		var got []string
@@ -137,9 +137,9 @@ func TestServiceOverflowRefusesThroughRefuse(t *testing.T) {
 			Latency: Fixed(5 * ms),
 			Service: Service{Workers: 1, PerRequest: 10 * ms, QueueLimit: 1, Overflow: OverflowReject},
 		})
-		reqs := map[receiver.RequestID]ledger.GetObjects{}
+		reqs := map[peer.RequestID]ledger.GetObjects{}
 		for id := uint64(1); id <= 4; id++ {
-			reqs[receiver.RequestID(id)] = h.send(p, id, 3)
+			reqs[peer.RequestID(id)] = h.send(p, id, 3)
 		}
 		h.advance(time.Second)
 		var got []string
@@ -251,13 +251,13 @@ func TestServiceLoadRaisesResponseTime(t *testing.T) {
 		bubble(t, func(t *testing.T) {
 			h := newHarness(t, 1)
 			p := h.addPeer("a", Profile{Latency: Fixed(20 * ms), Service: Service{Workers: 2, PerRequest: 10 * ms}})
-			sent := map[receiver.RequestID]time.Duration{}
+			sent := map[peer.RequestID]time.Duration{}
 			var rtts []time.Duration
 			next := uint64(0)
 			send := func() {
 				next++
-				sent[receiver.RequestID(next)] = h.now()
-				if err := p.Send(next, request(int(next), 1)); err != nil {
+				sent[peer.RequestID(next)] = h.now()
+				if err := p.Send(peer.RequestID(next), request(int(next), 1)); err != nil {
 					t.Error(err)
 				}
 			}

@@ -72,7 +72,7 @@ func (p *Peer) QueueDelays() []time.Duration {
 // Send fails with ErrClosed, ErrDisconnected (the peer is down: the host has
 // been or is about to be told through OnDisconnect) or ErrUnsupported, and
 // then queues nothing and draws no randomness.
-func (p *Peer) Send(requestID uint64, message any) error {
+func (p *Peer) Send(requestID peer.RequestID, message any) error {
 	n := p.net
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -102,7 +102,7 @@ func (p *Peer) Send(requestID uint64, message any) error {
 		return fmt.Errorf("%w: %T", ErrUnsupported, message)
 	}
 	now := n.clock.Now()
-	p.requestLocked(now, requestID, req)
+	p.requestLocked(now, uint64(requestID), req)
 	n.armLocked(now)
 	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/wire"
 )
 
@@ -18,7 +17,7 @@ import (
 type Host interface {
 	Connect(p peer.Peer, channels int) error
 	Disconnect(id peer.ID) error
-	Deliver(from peer.ID, id receiver.RequestID, response any) error
+	Deliver(from peer.ID, id peer.RequestID, response any) error
 }
 
 // Errors from Send.
@@ -110,11 +109,11 @@ func (c *Conn) ID() peer.ID { return c.id }
 // for an ID above 32 bits (give the scheduler RequestIDs()). A message that
 // was queued may still be lost if the connection ends before it is written;
 // the host learns of that through Disconnect.
-func (c *Conn) Send(requestID uint64, message any) error {
+func (c *Conn) Send(requestID peer.RequestID, message any) error {
 	if c.closed.Load() {
 		return fmt.Errorf("%w: %q", ErrClosed, c.id)
 	}
-	frame, err := wire.AppendMessage(nil, requestID, message)
+	frame, err := wire.AppendMessage(nil, uint64(requestID), message)
 	if err != nil {
 		return err
 	}
@@ -215,7 +214,7 @@ func (c *Conn) read() {
 		default:
 			// Whatever came under a request ID goes to the Host, which
 			// checks the ID, the sender and (the fetch does) the type.
-			_ = c.host.Deliver(c.id, receiver.RequestID(id), msg)
+			_ = c.host.Deliver(c.id, peer.RequestID(id), msg)
 		}
 	}
 }

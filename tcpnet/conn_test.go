@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/wire"
 )
 
@@ -141,7 +142,7 @@ func TestSendNeverBlocks(t *testing.T) {
 	p := dialRaw(t, host, ConnConfig{QueueLen: 4})
 	big := ledger.GetObjects{Hashes: make([]ledger.Hash, 4000)} // 128 KB a frame
 	for i := range 10_000 {
-		err := p.conn.Send(uint64(i+1), big)
+		err := p.conn.Send(peer.RequestID(i+1), big)
 		if errors.Is(err, ErrQueueFull) {
 			return
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 // testLedger is small and shared: it is immutable.
@@ -35,7 +34,7 @@ func testContext(t *testing.T) context.Context {
 // delivery is one response a fakeHost was handed.
 type delivery struct {
 	from peer.ID
-	id   receiver.RequestID
+	id   peer.RequestID
 	msg  any
 }
 
@@ -75,7 +74,7 @@ func (h *fakeHost) Disconnect(id peer.ID) error {
 	return nil
 }
 
-func (h *fakeHost) Deliver(from peer.ID, id receiver.RequestID, msg any) error {
+func (h *fakeHost) Deliver(from peer.ID, id peer.RequestID, msg any) error {
 	h.delivered <- delivery{from, id, msg}
 	return nil
 }

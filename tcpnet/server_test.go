@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/simnet"
 	"github.com/peersched/peersched/wire"
 )
@@ -38,7 +39,7 @@ func TestClientAndServer(t *testing.T) {
 	recv(t, ctx, host.connectCh, "the connection")
 	req := ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}}
 	for id := uint64(1); id <= 3; id++ {
-		if err := host.peer("s").Send(id, req); err != nil {
+		if err := host.peer("s").Send(peer.RequestID(id), req); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -161,7 +162,7 @@ func TestDropAfter(t *testing.T) {
 	recv(t, ctx, host.connectCh, "the first connection")
 	req := ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}}
 	for id := uint64(1); id <= 3; id++ {
-		if err := host.peer("s").Send(id, req); err != nil {
+		if err := host.peer("s").Send(peer.RequestID(id), req); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 
 type idlePeer peer.ID
 
-func (p idlePeer) ID() peer.ID          { return peer.ID(p) }
-func (idlePeer) Send(uint64, any) error { return nil }
+func (p idlePeer) ID() peer.ID                  { return peer.ID(p) }
+func (idlePeer) Send(peer.RequestID, any) error { return nil }
 
 // TestLimitsFollowChannelsFlag: by default the scheduler's peers connect with
 // an adaptive limit, whatever count the transport passes; -channels N fixes

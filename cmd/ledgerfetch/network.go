@@ -11,7 +11,6 @@ import (
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/simnet"
 	"github.com/peersched/peersched/tcpnet"
 )
@@ -50,7 +49,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 		sim, err := simnet.New(simnet.Config{
 			Ledger:       l,
 			Seed:         o.seed,
-			Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
+			Deliver:      func(from peer.ID, id peer.RequestID, r any) { _ = host.Deliver(from, id, r) },
 			Refuse:       refusalsTo(host),
 			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
 			OnReconnect:  func(p *simnet.Peer) { _ = ready.Host.Connect(p, o.peerChannels()) },
@@ -120,12 +119,12 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 // Over TCP there are no refusals to pass on: rippled's TMGetObjectByHash
 // has no "busy" status, so a tcpnet server that turns a request away
 // answers it empty (see tcpnet.Behaviour.Service).
-func refusalsTo(host tcpnet.Host) func(from peer.ID, id receiver.RequestID) {
+func refusalsTo(host tcpnet.Host) func(from peer.ID, id peer.RequestID) {
 	r, ok := host.(fetch.Refuser)
 	if !ok {
 		return nil
 	}
-	return func(from peer.ID, id receiver.RequestID) { _ = r.Refuse(from, id) }
+	return func(from peer.ID, id peer.RequestID) { _ = r.Refuse(from, id) }
 }
 
 // readyHost passes everything to its Host and closes ready once want peers

@@ -7,16 +7,15 @@ import (
 
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/scheduler"
 )
 
 // plainHost takes no refusals: it is a tcpnet.Host and nothing more.
 type plainHost struct{}
 
-func (plainHost) Connect(peer.Peer, int) error                   { return nil }
-func (plainHost) Disconnect(peer.ID) error                       { return nil }
-func (plainHost) Deliver(peer.ID, receiver.RequestID, any) error { return nil }
+func (plainHost) Connect(peer.Peer, int) error               { return nil }
+func (plainHost) Disconnect(peer.ID) error                   { return nil }
+func (plainHost) Deliver(peer.ID, peer.RequestID, any) error { return nil }
 
 // TestRefusalsReachTheHost: simulated peers hand their refusals to either
 // strategy's host, which checks them (an unknown request here), and answer

@@ -14,7 +14,6 @@ import (
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/simnet"
 )
@@ -55,7 +54,7 @@ func virtualFetch(t *testing.T, o options, l *ledger.Ledger, strategy string) (f
 		host = withLimits(host, o)
 		sim, err := simnet.New(simnet.Config{
 			Ledger: l, Clock: clk, Seed: o.seed,
-			Deliver:      func(from peer.ID, id receiver.RequestID, r any) { _ = host.Deliver(from, id, r) },
+			Deliver:      func(from peer.ID, id peer.RequestID, r any) { _ = host.Deliver(from, id, r) },
 			Refuse:       refuse,
 			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
 			OnReconnect:  func(p *simnet.Peer) { _ = host.Connect(p, o.peerChannels()) },

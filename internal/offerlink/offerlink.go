@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/internal/peerpool"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
 
@@ -29,7 +30,7 @@ type Carrier interface {
 	OfferChannels(generation uint64, dst []peerpool.Choice) []peerpool.Choice
 	// OfferRequest sends a request; soft is 0 for a request with one
 	// deadline, hard.
-	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error)
+	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, hard time.Duration) (peer.RequestID, error)
 	OfferNotify(generation uint64, i int, message any, digest time.Duration) error
 }
 

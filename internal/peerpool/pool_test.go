@@ -20,8 +20,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fakePeer peer.ID
 
-func (f fakePeer) ID() peer.ID            { return peer.ID(f) }
-func (f fakePeer) Send(uint64, any) error { return nil }
+func (f fakePeer) ID() peer.ID                    { return peer.ID(f) }
+func (f fakePeer) Send(peer.RequestID, any) error { return nil }
 
 func TestConnectRejectsBadInputAndChangesNothing(t *testing.T) {
 	var pl Pool

@@ -2,6 +2,7 @@ package requests
 
 import (
 	"github.com/peersched/peersched/internal/slab"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
 
@@ -99,19 +100,19 @@ func (s *idSpace) take(id uint64, h slab.Handle) {
 
 // handle returns the handle of the request id names, current or ended, and
 // whether a slot remembers it.
-func (s *idSpace) handle(id receiver.RequestID) (slab.Handle, bool) {
+func (s *idSpace) handle(id peer.RequestID) (slab.Handle, bool) {
 	h, ok := s.handles[uint64(id)]
 	return h, ok
 }
 
 // id returns the ID of the request that holds (or last held) h's slot.
-func (s *idSpace) id(h slab.Handle) receiver.RequestID {
-	return receiver.RequestID(s.bySlot[h.Slot()])
+func (s *idSpace) id(h slab.Handle) peer.RequestID {
+	return peer.RequestID(s.bySlot[h.Slot()])
 }
 
 // issued reports whether id was ever issued: it is in the range, and the
 // cursor has passed it.
-func (s *idSpace) issued(id receiver.RequestID) bool {
+func (s *idSpace) issued(id peer.RequestID) bool {
 	v := uint64(id)
 	if v < s.r.Lo || v >= s.r.Hi {
 		return false

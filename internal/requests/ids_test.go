@@ -24,7 +24,7 @@ func rangedFixture(t *testing.T, r receiver.IDRange, ids ...peer.ID) (*Table, ma
 func TestRangedIDsWrapAtTheTop(t *testing.T) {
 	r := receiver.IDRange{Lo: 1<<32 - 3, Hi: 1 << 32}
 	tab, refs := rangedFixture(t, r, "A")
-	var got []receiver.RequestID
+	var got []peer.RequestID
 	for range 7 {
 		id := pending(tab, refs["A"])
 		got = append(got, id)
@@ -32,8 +32,8 @@ func TestRangedIDsWrapAtTheTop(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ended)
 	}
-	top := receiver.RequestID(1<<32 - 1)
-	require.Equal(t, []receiver.RequestID{top - 2, top - 1, top, top - 2, top - 1, top, top - 2}, got)
+	top := peer.RequestID(1<<32 - 1)
+	require.Equal(t, []peer.RequestID{top - 2, top - 1, top, top - 2, top - 1, top, top - 2}, got)
 }
 
 // TestRangedIDsSkipOutstanding: after a wrap, an ID still outstanding is
@@ -41,12 +41,12 @@ func TestRangedIDsWrapAtTheTop(t *testing.T) {
 func TestRangedIDsSkipOutstanding(t *testing.T) {
 	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 10, Hi: 14}, "A")
 	long := pending(tab, refs["A"]) // 10, outstanding throughout
-	require.Equal(t, receiver.RequestID(10), long)
-	outstanding := map[receiver.RequestID]bool{long: true}
+	require.Equal(t, peer.RequestID(10), long)
+	outstanding := map[peer.RequestID]bool{long: true}
 	for i := range 20 {
 		id := pending(tab, refs["A"])
-		require.GreaterOrEqual(t, id, receiver.RequestID(10))
-		require.Less(t, id, receiver.RequestID(14))
+		require.GreaterOrEqual(t, id, peer.RequestID(10))
+		require.Less(t, id, peer.RequestID(14))
 		require.False(t, outstanding[id], "step %d: %d issued while outstanding", i, id)
 		outstanding[id] = true
 		_, _, err := tab.Respond(id, "A", nil)
@@ -81,7 +81,7 @@ func TestRangedStrayResponses(t *testing.T) {
 	_, _, err = tab.Respond(expired, "A", "late")
 	require.ErrorIs(t, err, receiver.ErrLateResponse)
 
-	for _, id := range []receiver.RequestID{0, 99, 1000, 1 << 40, 500} {
+	for _, id := range []peer.RequestID{0, 99, 1000, 1 << 40, 500} {
 		_, _, err = tab.Respond(id, "B", nil)
 		require.ErrorIs(t, err, receiver.ErrUnknownRequest, "id %d", id)
 	}
@@ -89,7 +89,7 @@ func TestRangedStrayResponses(t *testing.T) {
 	// The freed slots go to new messages: their old IDs become late.
 	tab.Notify(refs["A"], 0, time.Hour, Terms{})
 	pending(tab, refs["A"])
-	for _, id := range []receiver.RequestID{answered, expired} {
+	for _, id := range []peer.RequestID{answered, expired} {
 		_, _, err = tab.Respond(id, "A", nil)
 		require.ErrorIs(t, err, receiver.ErrLateResponse, "id %d", id)
 	}
@@ -153,7 +153,7 @@ func TestRangedIDsWhenEveryIDIsRemembered(t *testing.T) {
 	// (and remember a and b) once they end.
 	tab.Notify(refs["A"], 0, time.Hour, Terms{})
 	tab.Notify(refs["A"], 0, time.Hour, Terms{})
-	for _, id := range []receiver.RequestID{a, b} {
+	for _, id := range []peer.RequestID{a, b} {
 		_, _, err := tab.Respond(id, "A", nil)
 		require.NoError(t, err)
 	}

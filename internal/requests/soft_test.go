@@ -14,7 +14,7 @@ import (
 // receivers, it only hands them back.
 type slowRecorder struct{ receiver.Funcs }
 
-func (*slowRecorder) OnSlow(receiver.RequestID, peer.ID) {}
+func (*slowRecorder) OnSlow(peer.RequestID, peer.ID) {}
 
 // TestSoftDeadline: a request with a soft deadline is reported slow once at
 // the soft deadline, stays live, and fails at its hard one; its SentAt is

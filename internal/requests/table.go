@@ -35,13 +35,13 @@ import (
 // safe for concurrent use (the scheduler guards it with its requests lock).
 type Table struct {
 	slab    slab.Slab[entry]
-	terms   []Terms                    // by slot; nil until a message has terms, so that hosts without them pay nothing
-	owners  []owner                    // per peer slot: the connected peer's identity and its messages
-	n       int                        // requests outstanding
-	early   map[receiver.RequestID]any // responses held back while their request is sent, by handle
-	visited int                        // entries FailPeer has looked at, ever
-	ids     *idSpace                   // nil: a request's ID is its slot's handle
-	soft    []softState                // by slot; nil until a request has a soft deadline (see AddSoft)
+	terms   []Terms                // by slot; nil until a message has terms, so that hosts without them pay nothing
+	owners  []owner                // per peer slot: the connected peer's identity and its messages
+	n       int                    // requests outstanding
+	early   map[peer.RequestID]any // responses held back while their request is sent, by handle
+	visited int                    // entries FailPeer has looked at, ever
+	ids     *idSpace               // nil: a request's ID is its slot's handle
+	soft    []softState            // by slot; nil until a request has a soft deadline (see AddSoft)
 }
 
 // softState is the second deadline of a request sent with a soft one. Its
@@ -65,7 +65,7 @@ const (
 // Slow names a request whose soft deadline has passed, still live, and the
 // receiver to tell.
 type Slow struct {
-	ID       receiver.RequestID
+	ID       peer.RequestID
 	Receiver receiver.SlowReceiver
 	PeerID   peer.ID
 	handle   slab.Handle // the request's slot and generation: see StillLive
@@ -121,10 +121,10 @@ type owner struct {
 
 // Finished describes a message that an event has ended.
 type Finished struct {
-	ID           receiver.RequestID // 0 for a notification
-	Receiver     receiver.Receiver  // nil if the request was withdrawn, or for a notification: call nothing
-	Peer         peerpool.Ref       // zero if the peer has disconnected since
-	PeerID       peer.ID            // "" if the peer has disconnected since
+	ID           peer.RequestID    // 0 for a notification
+	Receiver     receiver.Receiver // nil if the request was withdrawn, or for a notification: call nothing
+	Peer         peerpool.Ref      // zero if the peer has disconnected since
+	PeerID       peer.ID           // "" if the peer has disconnected since
 	SentAt       time.Duration
 	Response     any             // the response, when answered
 	Reason       receiver.Reason // 0 when answered
@@ -149,7 +149,7 @@ func (t *Table) SetIDRange(r receiver.IDRange) {
 // handle returns the slot handle of the request id names, or 0 if no slot
 // remembers it. Every method that takes an ID starts here; internally the
 // table deals in handles.
-func (t *Table) handle(id receiver.RequestID) slab.Handle {
+func (t *Table) handle(id peer.RequestID) slab.Handle {
 	if t.ids == nil {
 		return slab.Handle(id)
 	}
@@ -170,7 +170,7 @@ func (t *Table) Register(ref peerpool.Ref, id peer.ID) {
 // Add records a new request to the peer ref, sent at now with a deadline
 // timeout later under terms, in the sending state, and returns its ID. The
 // peer must be registered.
-func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Duration, terms Terms) receiver.RequestID {
+func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Duration, terms Terms) peer.RequestID {
 	h, e := t.slab.AllocArmed(now, timeout)
 	// Field by field, not *e = entry{...}: a whole-struct store of a type
 	// with pointers goes through typedmemmove. lastEnd is kept: while the
@@ -181,10 +181,10 @@ func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Dur
 	t.link(e, h.Slot(), ref)
 	t.n++
 	if t.ids == nil {
-		return receiver.RequestID(h)
+		return peer.RequestID(h)
 	}
 	t.ids.forget(h.Slot())
-	return receiver.RequestID(t.ids.issue(h, func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
+	return peer.RequestID(t.ids.issue(h, func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
 }
 
 // AddSoft is Add for a request with two deadlines: soft after now, at which
@@ -192,7 +192,7 @@ func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Dur
 // > 0), at which it fails with Timeout as Add's one deadline does. The
 // table keeps 24 bytes more per slot for them, in a slice beside, made when
 // the first such request comes.
-func (t *Table) AddSoft(r receiver.Receiver, ref peerpool.Ref, now, soft, hard time.Duration, terms Terms) receiver.RequestID {
+func (t *Table) AddSoft(r receiver.Receiver, ref peerpool.Ref, now, soft, hard time.Duration, terms Terms) peer.RequestID {
 	id := t.Add(r, ref, now, soft, terms)
 	slot := int(t.handle(id).Slot())
 	for len(t.soft) <= slot {
@@ -229,7 +229,7 @@ func (t *Table) passSoft(h slab.Handle, next softPhase) bool {
 // deadline passed while it was being sent; the scheduler asks after Sent,
 // when the request goes on. ok is false otherwise, and for a withdrawn
 // request or a receiver that is no SlowReceiver.
-func (t *Table) SlowHeld(id receiver.RequestID) (s Slow, ok bool) {
+func (t *Table) SlowHeld(id peer.RequestID) (s Slow, ok bool) {
 	if t.soft == nil {
 		return Slow{}, false
 	}
@@ -248,7 +248,7 @@ func (t *Table) SlowHeld(id receiver.RequestID) (s Slow, ok bool) {
 
 // slow returns the slow report of request id, in h's slot and recorded as
 // e, if its receiver wants one.
-func (t *Table) slow(h slab.Handle, id receiver.RequestID, e *entry) (Slow, bool) {
+func (t *Table) slow(h slab.Handle, id peer.RequestID, e *entry) (Slow, bool) {
 	sr, ok := e.receiver.(receiver.SlowReceiver)
 	if !ok {
 		return Slow{}, false
@@ -291,7 +291,7 @@ func (t *Table) Next() (deadline time.Duration, ok bool) { return t.slab.Next() 
 
 // Sent records that the host accepted the request. If an event ended the
 // request while it was being sent, Sent finishes it now and returns it.
-func (t *Table) Sent(id receiver.RequestID) (f Finished, ended bool) {
+func (t *Table) Sent(id peer.RequestID) (f Finished, ended bool) {
 	h := t.handle(id)
 	e := t.slab.Get(h)
 	if e == nil || e.state != stateSending {
@@ -305,21 +305,21 @@ func (t *Table) Sent(id receiver.RequestID) (f Finished, ended bool) {
 	var response any
 	if reason == heldResponse {
 		reason = 0
-		response = t.early[receiver.RequestID(h)]
-		delete(t.early, receiver.RequestID(h))
+		response = t.early[peer.RequestID(h)]
+		delete(t.early, peer.RequestID(h))
 	}
 	return t.finish(h, e, reason, response), true
 }
 
 // Unsend forgets a request whose send failed and returns it (with Receiver
 // nil: nothing is to be called). The caller reopens its channel.
-func (t *Table) Unsend(id receiver.RequestID) (f Finished, ok bool) {
+func (t *Table) Unsend(id peer.RequestID) (f Finished, ok bool) {
 	h := t.handle(id)
 	e := t.slab.Get(h)
 	if e == nil || e.state != stateSending {
 		return Finished{}, false
 	}
-	delete(t.early, receiver.RequestID(h))
+	delete(t.early, peer.RequestID(h))
 	e.receiver = nil
 	f = t.finish(h, e, 0, nil)
 	e.lastEnd = unsent // e still points at the slot's record
@@ -332,7 +332,7 @@ func (t *Table) Unsend(id receiver.RequestID) (f Finished, ok bool) {
 // is still being sent. Otherwise it returns the reason the response is
 // dropped, changing nothing: ErrUnknownRequest, ErrWrongPeer,
 // ErrDuplicateResponse or ErrLateResponse.
-func (t *Table) Respond(id receiver.RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
+func (t *Table) Respond(id peer.RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
 	return t.answer(id, from, heldResponse, response)
 }
 
@@ -341,12 +341,12 @@ func (t *Table) Respond(id receiver.RequestID, from peer.ID, response any) (f Fi
 // same checks and errors, held back the same way while the request is being
 // sent, and once it is accepted a later response or refusal is a duplicate.
 // The finished request has Reason Refused.
-func (t *Table) Refuse(id receiver.RequestID, from peer.ID) (f Finished, ended bool, err error) {
+func (t *Table) Refuse(id peer.RequestID, from peer.ID) (f Finished, ended bool, err error) {
 	return t.answer(id, from, receiver.Refused, nil)
 }
 
 // answer is Respond (how is heldResponse) and Refuse (how is Refused).
-func (t *Table) answer(id receiver.RequestID, from peer.ID, how receiver.Reason, response any) (f Finished, ended bool, err error) {
+func (t *Table) answer(id peer.RequestID, from peer.ID, how receiver.Reason, response any) (f Finished, ended bool, err error) {
 	h := t.handle(id)
 	e := t.slab.Get(h)
 	if e == nil {
@@ -369,9 +369,9 @@ func (t *Table) answer(id receiver.RequestID, from peer.ID, how receiver.Reason,
 		e.held = how
 		if how == heldResponse {
 			if t.early == nil {
-				t.early = make(map[receiver.RequestID]any)
+				t.early = make(map[peer.RequestID]any)
 			}
-			t.early[receiver.RequestID(h)] = response
+			t.early[peer.RequestID(h)] = response
 		}
 		return Finished{}, false, nil
 	}
@@ -384,7 +384,7 @@ func (t *Table) answer(id receiver.RequestID, from peer.ID, how receiver.Reason,
 // stray says why a response to id, which names no outstanding message, is
 // dropped: a slot remembers how its last two requests ended, and an ID
 // older than that is late.
-func (t *Table) stray(id receiver.RequestID) error {
+func (t *Table) stray(id peer.RequestID) error {
 	e, gen, held := t.slab.Slot(slab.Handle(id))
 	idGen := uint32(id >> 32)
 	switch {
@@ -410,7 +410,7 @@ func (t *Table) stray(id receiver.RequestID) error {
 // if a slot still remembers it (0 if not): the slot is free, and remembers
 // how that request ended. An ID no slot remembers is late if the cursor has
 // issued it (its slot has served another message since), unknown if not.
-func (t *Table) strayInRange(id receiver.RequestID, h slab.Handle) error {
+func (t *Table) strayInRange(id peer.RequestID, h slab.Handle) error {
 	if h != 0 {
 		if e, _, _ := t.slab.Slot(h); e != nil {
 			return strayResponseError(e.lastEnd)
@@ -443,7 +443,7 @@ func (t *Table) Expire(now time.Duration) (f Finished, slow Slow, ok bool) {
 					continue
 				}
 			} else if t.passSoft(h, softPassed) {
-				id := receiver.RequestID(h)
+				id := peer.RequestID(h)
 				if t.ids != nil {
 					id = t.ids.id(h)
 				}
@@ -518,7 +518,7 @@ func (t *Table) FailAll(dst []Finished) []Finished {
 // be called for it. The request stays outstanding, holding its channel, until
 // its response or deadline comes. ok is false if the request is no longer
 // outstanding or was already withdrawn.
-func (t *Table) Withdraw(id receiver.RequestID) bool {
+func (t *Table) Withdraw(id peer.RequestID) bool {
 	e := t.slab.Get(t.handle(id))
 	if e == nil || e.state == stateDigesting || e.receiver == nil {
 		return false
@@ -551,7 +551,7 @@ func (t *Table) finish(h slab.Handle, e *entry, reason receiver.Reason, response
 	if e.state == stateDigesting {
 		f.Reason, f.Notification, end = 0, true, unsent
 	} else {
-		f.ID = receiver.RequestID(h)
+		f.ID = peer.RequestID(h)
 		if t.ids != nil {
 			f.ID = t.ids.id(h)
 		}

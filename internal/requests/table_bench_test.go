@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/internal/peerpool"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
 
@@ -22,7 +23,7 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 			b.Run(c.name+"/inflight="+strconv.Itoa(inflight), func(b *testing.B) {
 				tab, ref := benchFixture(b, c.r)
 				var rec receiver.Receiver = nobody // boxed once, not per Add
-				ids := make([]receiver.RequestID, inflight)
+				ids := make([]peer.RequestID, inflight)
 				for i := range ids {
 					ids[i] = tab.Add(rec, ref, 0, time.Hour, Terms{})
 					tab.Sent(ids[i])

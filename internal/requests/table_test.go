@@ -17,8 +17,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type nopPeer peer.ID
 
-func (p nopPeer) ID() peer.ID          { return peer.ID(p) }
-func (nopPeer) Send(uint64, any) error { return nil }
+func (p nopPeer) ID() peer.ID                  { return peer.ID(p) }
+func (nopPeer) Send(peer.RequestID, any) error { return nil }
 
 // fixture connects peers in a pool (for real Refs) and registers them.
 func fixture(t *testing.T, ids ...peer.ID) (*Table, map[peer.ID]peerpool.Ref) {
@@ -37,11 +37,11 @@ func fixture(t *testing.T, ids ...peer.ID) (*Table, map[peer.ID]peerpool.Ref) {
 var nobody = receiver.Funcs{}
 
 // pending adds a request with a long timeout and marks it sent.
-func pending(tab *Table, ref peerpool.Ref) receiver.RequestID {
+func pending(tab *Table, ref peerpool.Ref) peer.RequestID {
 	return pendingFor(tab, ref, time.Hour)
 }
 
-func pendingFor(tab *Table, ref peerpool.Ref, timeout time.Duration) receiver.RequestID {
+func pendingFor(tab *Table, ref peerpool.Ref, timeout time.Duration) peer.RequestID {
 	id := tab.Add(nobody, ref, 0, timeout, Terms{})
 	tab.Sent(id)
 	return id
@@ -54,7 +54,7 @@ func TestEntrySize(t *testing.T) {
 
 func TestIDsAreNonzeroAndNeverRepeatWhileSlotsAreReused(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	seen := map[receiver.RequestID]bool{}
+	seen := map[peer.RequestID]bool{}
 	for range 1000 {
 		id := pending(tab, refs["A"])
 		require.NotZero(t, id)
@@ -93,7 +93,7 @@ func TestRespondClassifiesWhatItDrops(t *testing.T) {
 	_, _, err = tab.Respond(expired, "A", "late")
 	require.ErrorIs(t, err, receiver.ErrLateResponse)
 
-	for _, id := range []receiver.RequestID{0, 1 << 40, open + 1<<32, 77} {
+	for _, id := range []peer.RequestID{0, 1 << 40, open + 1<<32, 77} {
 		_, _, err = tab.Respond(id, "B", nil)
 		require.ErrorIs(t, err, receiver.ErrUnknownRequest, "id %d", id)
 	}
@@ -193,7 +193,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 
 func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	tab, refs := fixture(t, "A", "B")
-	var toA []receiver.RequestID
+	var toA []peer.RequestID
 	for range 3 {
 		toA = append(toA, pending(tab, refs["A"]))
 	}
@@ -270,7 +270,7 @@ func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
 
 func TestResponsesNamingANotificationSlotAreUnknown(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	var ids []receiver.RequestID
+	var ids []peer.RequestID
 	for range 3 {
 		ids = append(ids, pending(tab, refs["A"]))
 	}
@@ -293,7 +293,7 @@ func TestResponsesNamingANotificationSlotAreUnknown(t *testing.T) {
 
 func TestWithdrawLeavesTheRequestOutstandingWithoutAReceiver(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	id := tab.Add(receiver.Funcs{Failure: func(receiver.RequestID, peer.ID, receiver.Reason) {}}, refs["A"], 0, time.Hour, Terms{})
+	id := tab.Add(receiver.Funcs{Failure: func(peer.RequestID, peer.ID, receiver.Reason) {}}, refs["A"], 0, time.Hour, Terms{})
 	tab.Sent(id)
 	require.True(t, tab.Withdraw(id))
 	require.False(t, tab.Withdraw(id))
