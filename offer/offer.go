@@ -205,8 +205,8 @@ func (o Offer) Notify(i int, message any, digest time.Duration) error {
 	return o.carrier.OfferNotify(o.generation, i, message, digest)
 }
 
-// Errors about senders and offers, matchable with errors.Is; the scheduler
-// re-exports them.
+// Errors about senders and offers, returned by the scheduler's Schedule and
+// by sends through an offer. They can be matched with errors.Is.
 var (
 	// ErrNilSender is returned when a nil sender is scheduled.
 	ErrNilSender = errors.New("peersched: sender is nil")

@@ -853,15 +853,15 @@ var errClasses = []struct {
 	name string
 	err  error
 }{
-	{"stopped", ErrStopped}, {"nil peer", ErrNilPeer}, {"bad channels", ErrBadChannels},
-	{"already connected", ErrAlreadyConnected}, {"unknown peer", ErrUnknownPeer},
-	{"nil sender", ErrNilSender}, {"too many senders", ErrTooManySenders},
-	{"expired", ErrOfferExpired}, {"no such channel", ErrNoSuchChannel}, {"channel used", ErrChannelUsed},
-	{"size exceeded", ErrSizeExceeded}, {"peer gone", ErrPeerGone}, {"peer at its limit", ErrPeerAtLimit},
-	{"unknown class", ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"nil receiver", ErrNilReceiver},
-	{"bad timeout", ErrBadTimeout}, {"too many requests", ErrTooManyRequests},
-	{"unknown request", ErrUnknownRequest}, {"wrong peer", ErrWrongPeer},
-	{"duplicate", ErrDuplicateResponse}, {"late", ErrLateResponse},
+	{"stopped", ErrStopped}, {"nil peer", peer.ErrNilPeer}, {"bad channels", peer.ErrBadChannels},
+	{"already connected", peer.ErrAlreadyConnected}, {"unknown peer", peer.ErrUnknownPeer},
+	{"nil sender", offer.ErrNilSender}, {"too many senders", offer.ErrTooManySenders},
+	{"expired", offer.ErrExpired}, {"no such channel", offer.ErrNoSuchChannel}, {"channel used", offer.ErrChannelUsed},
+	{"size exceeded", offer.ErrSizeExceeded}, {"peer gone", offer.ErrPeerGone}, {"peer at its limit", offer.ErrPeerAtLimit},
+	{"unknown class", limit.ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"nil receiver", receiver.ErrNilReceiver},
+	{"bad timeout", receiver.ErrBadTimeout}, {"too many requests", receiver.ErrTooManyRequests},
+	{"unknown request", receiver.ErrUnknownRequest}, {"wrong peer", receiver.ErrWrongPeer},
+	{"duplicate", receiver.ErrDuplicateResponse}, {"late", receiver.ErrLateResponse},
 	{"send panicked", ErrSendPanicked}, {"refused", errRefused},
 }
 
