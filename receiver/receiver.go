@@ -142,4 +142,8 @@ var (
 	// requests have reused an ended request's slot the table no longer knows
 	// how it ended, and any response to it is late, a second answer included.
 	ErrLateResponse = errors.New("peersched: late response")
+	// ErrWrongResponseType: the response is not of the type its request
+	// expects (offer.Request.Expect). The request is left as it was, live:
+	// its right response may still come.
+	ErrWrongResponseType = errors.New("peersched: response of the wrong type")
 )

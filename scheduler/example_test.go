@@ -2,7 +2,9 @@ package scheduler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -238,4 +240,58 @@ func Example_bulk() {
 	// p1 served 6
 	// p2 served 4
 	// in flight: 0
+}
+
+// ledgerReply is the message a peer answers a ledger request with.
+type ledgerReply struct{ seq int }
+
+// A request declares the type of response it expects: a response of any
+// other type is refused at Deliver with receiver.ErrWrongResponseType and
+// counted, and the request stays live until its right response comes. Here
+// a confused peer first answers with an error string.
+func ExampleScheduler_Deliver_expectedType() {
+	s, err := scheduler.New(scheduler.Config{})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Shutdown(context.Background())
+	alice := &wire{id: "alice"}
+	if err := s.Connect(alice, 1); err != nil {
+		panic(err)
+	}
+
+	sent := make(chan struct{})
+	answered := make(chan string)
+	print := receiver.Funcs{
+		Response: func(id receiver.RequestID, from peer.ID, response any) {
+			answered <- fmt.Sprintf("%s answered ledger %d", from, response.(*ledgerReply).seq)
+		},
+	}
+	_, err = s.Schedule(senderFunc(func(o offer.Offer) {
+		_, err := o.Send(0, offer.Request{
+			Message:  "GET /ledger/42",
+			Receiver: print,
+			Timeout:  5 * time.Second,
+			Expect:   reflect.TypeFor[*ledgerReply](),
+		})
+		if err != nil {
+			fmt.Println("send failed:", err)
+		}
+		close(sent)
+	}), 0)
+	if err != nil {
+		panic(err)
+	}
+
+	<-sent
+	m := alice.take()[0]
+	err = s.Deliver("alice", m.requestID, "no such ledger")
+	fmt.Println(err, errors.Is(err, receiver.ErrWrongResponseType))
+	fmt.Println("dropped for their type:", s.Stats().WrongType)
+	_ = s.Deliver("alice", m.requestID, &ledgerReply{seq: 42})
+	fmt.Println(<-answered)
+	// Output:
+	// peersched: response of the wrong type true
+	// dropped for their type: 1
+	// alice answered ledger 42
 }

@@ -38,6 +38,11 @@ package scheduler
 //     peer disconnects, and a response naming it is unknown. A slot
 //     remembers how the message it served just before its current one
 //     ended; a response to an older request of the slot is late.
+//   - A response to a request that expects a type (offer.Request.Expect)
+//     is dropped and counted if its dynamic type is another (or, for an
+//     interface type, does not implement it), after every other check: the
+//     request stays as it was, live, and a response of the right type
+//     still ends it. Refusals carry no response and are not checked.
 //   - A refusal (Refuse) is checked, counted and held back like a response,
 //     and is the request's one answer: a response or refusal after it is a
 //     duplicate. It ends the request as a response does, with reason
@@ -84,6 +89,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -220,6 +226,7 @@ type mReq struct {
 	slow       slowPhase
 	response   any
 	ended      outcome
+	expect     reflect.Type // the response's type, if it expects one
 }
 
 type slowPhase uint8
@@ -771,8 +778,9 @@ func (c *modelCarrier) unclaim(o *mOffer, i int) {
 	(*model)(c).sendEnded(o, false)
 }
 
-func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (receiver.RequestID, error) {
+func (c *modelCarrier) OfferRequest(generation uint64, i int, req offer.Request) (receiver.RequestID, error) {
 	m := (*model)(c)
+	r, soft, timeout, message := req.Receiver, req.Soft, req.Timeout, req.Message
 	if r == nil {
 		return 0, receiver.ErrNilReceiver
 	}
@@ -793,7 +801,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	m.spend(o.bytes)
 	m.book(o.class)
 	q := m.add(r, p)
-	q.class = o.class
+	q.class, q.expect = o.class, req.Expect
 	if soft > 0 {
 		q.soft, q.hard, q.slow = soft, timeout, softArmed
 		q.deadline = m.arm(soft, q)
@@ -1015,6 +1023,9 @@ func (m *model) answer(from peer.ID, id receiver.RequestID, how outcome, respons
 	case q.to.id != from:
 		err = receiver.ErrWrongPeer
 		m.st.WrongPeer++
+	case how == answered && !expected(q.expect, response):
+		err = receiver.ErrWrongResponseType
+		m.st.WrongType++
 	}
 	switch {
 	case err != nil:
@@ -1033,6 +1044,19 @@ func (m *model) answer(from peer.ID, id receiver.RequestID, how outcome, respons
 	}
 	m.after(ended)
 	return err
+}
+
+// expected reports whether response is of the type want, or implements
+// it if it is an interface type; a nil want takes anything.
+func expected(want reflect.Type, response any) bool {
+	if want == nil {
+		return true
+	}
+	got := reflect.TypeOf(response)
+	if want.Kind() == reflect.Interface {
+		return got != nil && got.Implements(want)
+	}
+	return got == want
 }
 
 // observe shows how q ended to its peer: its smoothed RTT, and its limiter.

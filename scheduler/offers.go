@@ -178,8 +178,9 @@ func (s *Scheduler) sendSettled() {
 	}
 }
 
-func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (receiver.RequestID, error) {
+func (c *carrier) OfferRequest(generation uint64, i int, req offer.Request) (receiver.RequestID, error) {
 	s := (*Scheduler)(c)
+	r, soft, timeout := req.Receiver, req.Soft, req.Timeout
 	if r == nil {
 		return 0, receiver.ErrNilReceiver
 	}
@@ -210,6 +211,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	} else {
 		id = s.table.Add(r, ref, now, timeout, receiver.Terms{Class: class})
 	}
+	s.table.Expect(id, req.Expect)
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -225,7 +227,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 			s.sendSettled()
 		}
 	}()
-	err = s.hostSend(p, uint64(id), message)
+	err = s.hostSend(p, uint64(id), req.Message)
 	returned = true
 	if err != nil {
 		s.undoRequest(generation, i, id, bytes)

@@ -1704,10 +1704,15 @@ func TestPromise19_TwoPhaseDeadlines(t *testing.T) {
 				_, err := o.RequestSoft(0, "x", newOutcomes(), d[0], d[1])
 				errs = append(errs, err)
 			}
+			// Send takes a Soft of 0 as none, and refuses the others.
+			for _, d := range [][2]time.Duration{{0, 0}, {-soft, hard}, {hard, hard}, {2 * hard, hard}, {soft, 0}} {
+				_, err := o.Send(0, offer.Request{Message: "x", Receiver: newOutcomes(), Soft: d[0], Timeout: d[1]})
+				errs = append(errs, err)
+			}
 		}}
 		_, err := w.s.Schedule(snd, 0)
 		require.NoError(t, err)
-		require.Len(t, errs, 4)
+		require.Len(t, errs, 9)
 		for _, err := range errs {
 			require.ErrorIs(t, err, receiver.ErrBadTimeout)
 		}

@@ -256,7 +256,7 @@ type Scheduler struct {
 type requestCounts struct {
 	sent, succeeded, timedOut, refused, disconnected, shutdown uint64
 	withdrawnEnded                                             uint64
-	late, unknown, wrongPeer, duplicate                        uint64
+	late, unknown, wrongPeer, duplicate, wrongType             uint64
 }
 
 // Lock ranks: offers before requests, and the callback queue last.
@@ -566,10 +566,13 @@ func (s *Scheduler) WithdrawReceiver(id receiver.RequestID) bool {
 // request id. It never runs user code (unless callbacks are inline): the
 // receiver is called later, on the callback goroutine. The response is
 // accepted only from the peer the request was sent to, only once, and only
-// before the request's deadline; then the request's receiver gets it and the
-// channel reopens. Otherwise it is dropped, counted, and Deliver returns why:
-// receiver.ErrUnknownRequest, receiver.ErrWrongPeer,
-// receiver.ErrDuplicateResponse, receiver.ErrLateResponse, or ErrStopped.
+// before the request's deadline, and, if the request expects a type
+// (offer.Request.Expect), only of that type; then the request's receiver
+// gets it and the channel reopens. Otherwise it is dropped, counted, and
+// Deliver returns why: receiver.ErrUnknownRequest, receiver.ErrWrongPeer,
+// receiver.ErrDuplicateResponse, receiver.ErrLateResponse,
+// receiver.ErrWrongResponseType (the request stays live: its right
+// response may still come), or ErrStopped.
 func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) error {
 	return s.answer(from, id, response, false)
 }
@@ -717,7 +720,7 @@ func (s *Scheduler) countEndLocked(f *receiver.Finished) {
 // silent logger costs nothing.
 func (s *Scheduler) logDropped(from peer.ID, id receiver.RequestID, refusal bool, err error) {
 	level := slog.LevelDebug
-	if errors.Is(err, receiver.ErrUnknownRequest) || errors.Is(err, receiver.ErrWrongPeer) {
+	if errors.Is(err, receiver.ErrUnknownRequest) || errors.Is(err, receiver.ErrWrongPeer) || errors.Is(err, receiver.ErrWrongResponseType) {
 		level = slog.LevelWarn
 	}
 	if ctx := context.Background(); s.log.Enabled(ctx, level) {
@@ -739,6 +742,8 @@ func (s *Scheduler) countDroppedLocked(err error) {
 		s.counts.wrongPeer++
 	case errors.Is(err, receiver.ErrDuplicateResponse):
 		s.counts.duplicate++
+	case errors.Is(err, receiver.ErrWrongResponseType):
+		s.counts.wrongType++
 	default:
 		s.counts.unknown++
 	}
