@@ -1,6 +1,9 @@
 package scheduler
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Every error a Scheduler method returns can be told apart with errors.Is.
 // Each sentinel has one name, in the package that detects it; those of
@@ -35,4 +38,26 @@ var (
 	// ErrSendPanicked wraps a panic raised by the host's Peer.Send; the send
 	// is treated as failed.
 	ErrSendPanicked = errors.New("peersched: peer send panicked")
+	// ErrInCallback: Call was made from inside a callback, where waiting
+	// would hold the callback goroutine its answer needs.
+	ErrInCallback = errors.New("peersched: Call from inside a callback would wait for itself")
 )
+
+// prefix begins the message of every error this package and peer, offer
+// and receiver make.
+const prefix = "peersched: "
+
+// withoutPrefix returns err with prefix taken off the front of its message,
+// for wrapping in a message that has it already; errors.Is and errors.As
+// still find err and what it wraps.
+func withoutPrefix(err error) error {
+	if !strings.HasPrefix(err.Error(), prefix) {
+		return err
+	}
+	return unprefixed{err}
+}
+
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), prefix) }
+func (u unprefixed) Unwrap() error { return u.err }

@@ -295,3 +295,57 @@ func ExampleScheduler_Deliver_expectedType() {
 	// dropped for their type: 1
 	// alice answered ledger 42
 }
+
+// echoPeer answers every request from a goroutine of its own, as a
+// connection's read loop would: with an echo, or, for "busy", a refusal.
+type echoPeer struct {
+	id peer.ID
+	s  *scheduler.Scheduler
+	wg sync.WaitGroup
+}
+
+func (p *echoPeer) ID() peer.ID { return p.id }
+
+func (p *echoPeer) Send(requestID uint64, message any) error {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		if message == "busy" {
+			_ = p.s.Refuse(p.id, receiver.RequestID(requestID))
+			return
+		}
+		_ = p.s.Deliver(p.id, receiver.RequestID(requestID), fmt.Sprintf("echo: %v", message))
+	}()
+	return nil
+}
+
+// Call sends one request and waits for its outcome, under a context: the
+// common case of a component with a single question. A failure is an error
+// that errors.Is matches with its reason; a context that ends first
+// withdraws the request.
+func ExampleScheduler_Call() {
+	s, err := scheduler.New(scheduler.Config{})
+	if err != nil {
+		panic(err)
+	}
+	alice := &echoPeer{id: "alice", s: s}
+	defer func() {
+		alice.wg.Wait()
+		_ = s.Shutdown(context.Background())
+	}()
+	if err := s.Connect(alice, 2); err != nil {
+		panic(err)
+	}
+
+	// The request's timeout is the time ctx has left when it is sent.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	from, response, err := s.Call(ctx, 0, "hello", scheduler.CallOptions{Expect: reflect.TypeFor[string]()})
+	fmt.Println(from, response, err)
+
+	_, _, err = s.Call(ctx, 0, "busy", scheduler.CallOptions{Timeout: time.Second})
+	fmt.Println(err, errors.Is(err, receiver.Refused), errors.Is(err, context.DeadlineExceeded))
+	// Output:
+	// alice echo: hello <nil>
+	// peersched: call to "alice": refused true false
+}

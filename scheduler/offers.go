@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/peersched/peersched/offer"
@@ -368,14 +367,10 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 
 // sendFailed reports, as a warning, a send the host refused (or panicked
 // on), and returns the error the sender gets: the host's error, named
-// after the peer, under this package's prefix, which it gets once even
-// if the host's error has it already (a panic's does).
+// after the peer, under this package's prefix, once even if the host's
+// error has it already (a panic's does).
 func (s *Scheduler) sendFailed(to peer.ID, err error) error {
-	if strings.HasPrefix(err.Error(), "peersched: ") {
-		err = fmt.Errorf("%w (sending to %q)", err, to)
-	} else {
-		err = fmt.Errorf("peersched: send to %q: %w", to, err)
-	}
+	err = fmt.Errorf("peersched: send to %q: %w", to, withoutPrefix(err))
 	s.log.Warn("peersched: host send failed", "peer", string(to), "error", err.Error())
 	return err
 }

@@ -10,10 +10,13 @@
 // goroutine at any time, including from inside any callback (a sender's, a
 // receiver's, or the host's Peer.Send). What a caller can rely on:
 //
-//   - No method waits for user code, except Shutdown, which says so. A method
-//     changes the scheduler's state before it returns (a sender is queued or
-//     withdrawn, a response is accepted or dropped, a peer is gone) and queues
-//     the callbacks that follow; it never deadlocks, whoever calls it.
+//   - No method waits for user code, except Shutdown and Call, which say so.
+//     A method changes the scheduler's state before it returns (a sender is
+//     queued or withdrawn, a response is accepted or dropped, a peer is
+//     gone) and queues the callbacks that follow; it never deadlocks,
+//     whoever calls it. Call, which sends one request and waits for its
+//     answer (under a context.Context), refuses to wait inside a callback
+//     with ErrInCallback.
 //   - Callbacks never run while the scheduler holds a lock.
 //   - Callbacks run one at a time, in the order they were queued: sender and
 //     receiver callbacks never run concurrently with each other or with one
