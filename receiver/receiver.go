@@ -76,6 +76,8 @@ type Receiver interface {
 	// the peer the request was sent to, before its deadline.
 	OnResponse(id RequestID, from peer.ID, response any)
 	// OnFailure is called when request id, sent to peer from, failed.
+	// reason says why; it is an error too, for a receiver that passes it
+	// on (see Reason).
 	OnFailure(id RequestID, from peer.ID, reason Reason)
 }
 
