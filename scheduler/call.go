@@ -71,19 +71,17 @@ type CallOptions struct {
 //     call waits for the next offer.
 //   - receiver.ErrBadTimeout: opts.Timeout is negative, or 0 with no
 //     deadline on ctx. ctx.Err(): ctx had ended before the call.
-//   - ErrInCallback: Call was made from inside a callback of a Scheduler
-//     (any sender's, any receiver's, or the host's Peer.Send run from an
-//     offer), where waiting would hold the callback goroutine that the
-//     answer needs. Nothing was sent. Send through an offer there instead.
 //
-// Call recognises a callback by the scheduler's frames on the calling
-// goroutine's stack. A goroutine that a callback waits for has none of
-// them: a Call from it deadlocks that callback's scheduler until ctx ends,
-// as Shutdown would. Do not make one.
+// Do not Call from inside a callback (a sender's, a receiver's, or the
+// host's Peer.Send run from an offer), nor from a goroutine that a callback
+// waits for: the call's own OnOffer and OnResponse run on the callback
+// goroutine it would be holding, so it waits until ctx ends, and returns
+// ctx.Err() having sent nothing, while every other callback of the
+// scheduler waits too. Inside a callback, send through an offer instead.
+// Call cannot refuse such a call up front: telling the callback goroutine
+// from others would mean reading goroutine stacks, which the scheduler
+// never does (see callbacks.go).
 func (s *Scheduler) Call(ctx context.Context, priority int, message any, opts CallOptions) (from peer.ID, response any, err error) {
-	if onCallbackLane() {
-		return "", nil, ErrInCallback
-	}
 	if err := ctx.Err(); err != nil {
 		return "", nil, err
 	}

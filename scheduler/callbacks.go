@@ -26,8 +26,9 @@ import (
 // No scheduler method waits for user code (Shutdown and Call aside, which
 // say so), so the scheduler never needs to know whether a call comes from
 // inside a callback, or on whose behalf: a call from anywhere only changes
-// the state and queues what follows. Call alone asks, to refuse to wait
-// where it would wait for itself (onCallbackLane).
+// the state and queues what follows. Nothing reads goroutine stacks to
+// find out; Call, which would wait for itself inside a callback, says so
+// in its documentation and ends with its context.
 
 type callbackKind uint8
 

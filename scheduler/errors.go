@@ -38,9 +38,6 @@ var (
 	// ErrSendPanicked wraps a panic raised by the host's Peer.Send; the send
 	// is treated as failed.
 	ErrSendPanicked = errors.New("peersched: peer send panicked")
-	// ErrInCallback: Call was made from inside a callback, where waiting
-	// would hold the callback goroutine its answer needs.
-	ErrInCallback = errors.New("peersched: Call from inside a callback would wait for itself")
 )
 
 // prefix begins the message of every error this package and peer, offer

@@ -176,12 +176,6 @@ func TestErrorsNameTheirPackageOnce(t *testing.T) {
 		note("Deliver wrong type", w.s.Deliver("A", id, "text"), receiver.ErrWrongResponseType)
 		w.advance(time.Second)
 		note("Deliver late", w.s.Deliver("A", id, objectsReply{}), receiver.ErrLateResponse)
-		var inCallback error
-		_, err = w.s.Schedule(&script{onOffer: func(offer.Offer) {
-			_, _, inCallback = w.s.Call(context.Background(), 0, "x", CallOptions{Timeout: time.Second})
-		}}, 0)
-		require.NoError(t, err)
-		note("Call in a callback", inCallback, ErrInCallback)
 	})
 
 	require.Greater(t, len(got), 40)

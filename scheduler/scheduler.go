@@ -15,8 +15,8 @@
 //     queued or withdrawn, a response is accepted or dropped, a peer is
 //     gone) and queues the callbacks that follow; it never deadlocks,
 //     whoever calls it. Call, which sends one request and waits for its
-//     answer (under a context.Context), refuses to wait inside a callback
-//     with ErrInCallback.
+//     answer (under a context.Context), must not be called inside a
+//     callback: it would wait for itself until its context ends.
 //   - Callbacks never run while the scheduler holds a lock.
 //   - Callbacks run one at a time, in the order they were queued: sender and
 //     receiver callbacks never run concurrently with each other or with one
