@@ -2,11 +2,9 @@ package hedge
 
 import (
 	"errors"
-	"time"
 
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 // sender is a call's hedge waiting in the scheduler's queue: a one-shot
@@ -66,7 +64,7 @@ func (s *sender) OnOffer(o offer.Offer) {
 	c.second.live = true // a failure of the first leg now waits for this one
 	h.mu.Unlock()
 
-	id, to, err := sendAvoiding(o, c.origin, c.message, &c.second, c.hard)
+	id, to, err := sendAvoiding(o, c.origin, offer.Request{Message: c.message, Receiver: &c.second, Timeout: c.hard, Expect: c.expect})
 
 	h.mu.Lock()
 	if err == nil {
@@ -120,17 +118,17 @@ func (s *sender) OnDiscard() {
 // errNoOtherPeer: the offer lists no channel that a hedge may take.
 var errNoOtherPeer = errors.New("hedge: no channel of another peer")
 
-// sendAvoiding sends message as a request with deadline hard on the first
-// channel of o whose peer is not avoid, going on to the next if a send
-// fails, and returns the request's ID and peer.
-func sendAvoiding(o offer.Offer, avoid peer.ID, message any, r receiver.Receiver, hard time.Duration) (peer.RequestID, peer.ID, error) {
+// sendAvoiding sends req on the first channel of o whose peer is not
+// avoid, going on to the next if a send fails, and returns the request's
+// ID and peer.
+func sendAvoiding(o offer.Offer, avoid peer.ID, req offer.Request) (peer.RequestID, peer.ID, error) {
 	err := errNoOtherPeer
 	for i, ch := range o.All() {
 		if ch.Peer == avoid {
 			continue
 		}
 		var id peer.RequestID
-		if id, err = o.Request(i, message, r, hard); err == nil {
+		if id, err = o.Send(i, req); err == nil {
 			return id, ch.Peer, nil
 		}
 		if errors.Is(err, offer.ErrExpired) || errors.Is(err, offer.ErrSizeExceeded) {

@@ -10,7 +10,6 @@ import (
 	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/internal/race"
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
 )
 
 // listCarrier lists choices while live, and counts how often each way of
@@ -42,7 +41,7 @@ func (c *listCarrier) OfferChannels(_ uint64, dst []peerpool.Choice) []peerpool.
 	return append(dst, c.choices...)
 }
 
-func (c *listCarrier) OfferRequest(uint64, int, any, receiver.Receiver, time.Duration, time.Duration) (peer.RequestID, error) {
+func (c *listCarrier) OfferRequest(uint64, int, offerlink.Request) (peer.RequestID, error) {
 	return 0, ErrExpired
 }
 

@@ -1,10 +1,6 @@
 package peer
 
-import (
-	"fmt"
-
-	"github.com/peersched/peersched/limit"
-)
+import "github.com/peersched/peersched/limit"
 
 // This file is the host's side of adaptive limits: how a peer's Limiter is
 // chosen at connect.
@@ -51,7 +47,7 @@ func (o Options) NewLimiter() (limit.Limiter, error) {
 	}
 	v, err := limit.NewVegas(limit.VegasConfig{Bounds: b})
 	if err != nil {
-		return nil, fmt.Errorf("peer limit: %w", err)
+		return nil, err
 	}
 	return v, nil
 }

@@ -67,8 +67,8 @@ type Usage struct {
 	RTT            time.Duration // the peer's smoothed response time; 0 until it has answered once
 }
 
-// Errors returned for bad input about peers. They can be matched with
-// errors.Is; the scheduler re-exports them.
+// Errors returned for bad input about peers, by the scheduler's Connect,
+// ConnectWith and Disconnect. They can be matched with errors.Is.
 var (
 	// ErrNilPeer is returned when a nil Peer is connected.
 	ErrNilPeer = errors.New("peersched: peer is nil")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/scheduler"
 )
 
@@ -42,7 +43,7 @@ func TestRefusalsReachTheHost(t *testing.T) {
 		if name == "scheduler" && s.Stats().Unknown != 1 {
 			t.Errorf("the scheduler did not see the refusal of an unknown request: %+v", s.Stats())
 		}
-		if err := host.Refuse("p00", 42); !errors.Is(err, scheduler.ErrUnknownRequest) {
+		if err := host.Refuse("p00", 42); !errors.Is(err, receiver.ErrUnknownRequest) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

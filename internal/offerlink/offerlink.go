@@ -12,6 +12,7 @@
 package offerlink
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/peersched/peersched/internal/peerpool"
@@ -28,9 +29,9 @@ type Carrier interface {
 	// OfferChannels appends every channel listed to dst, best first, read
 	// at one moment: nothing if the offer has expired.
 	OfferChannels(generation uint64, dst []peerpool.Choice) []peerpool.Choice
-	// OfferRequest sends a request; soft is 0 for a request with one
-	// deadline, hard.
-	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, hard time.Duration) (peer.RequestID, error)
+	// OfferRequest sends a request, whose Soft and Timeout Offer.Send has
+	// checked against each other.
+	OfferRequest(generation uint64, i int, req Request) (peer.RequestID, error)
 	OfferNotify(generation uint64, i int, message any, digest time.Duration) error
 }
 
@@ -42,6 +43,15 @@ type Status struct {
 	Len  int
 	Size int
 	Sent int
+}
+
+// Request is offer.Request, field for field, converted the same way.
+type Request struct {
+	Message  any
+	Receiver receiver.Receiver
+	Timeout  time.Duration
+	Soft     time.Duration
+	Expect   reflect.Type
 }
 
 // NewOffer is package offer's constructor, a func(Carrier, uint64)
