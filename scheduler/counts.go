@@ -1,0 +1,73 @@
+package scheduler
+
+import (
+	"errors"
+	"time"
+
+	"github.com/peersched/peersched/receiver"
+)
+
+// messageCounts counts what happened to messages: the scheduler keeps one
+// for all of them (Stats), one per peer (PeerStats) and one for the peers
+// it no longer reports (see peerstats.go), so that, field by field, the
+// first is the sum of the others. It is not safe for concurrent use; the
+// scheduler guards every one with its offers lock.
+type messageCounts struct {
+	sent, notified, sendErrors                                      uint64
+	succeeded, timedOut, refused, disconnected, shutdown, withdrawn uint64
+	late, unknown, wrongPeer, duplicate                             uint64
+	responseTimes                                                   histogramCounts
+}
+
+// ended counts how request f ended; took is how long it took, read only
+// for a request that was answered.
+func (c *messageCounts) ended(f *receiver.Finished, took time.Duration) {
+	switch {
+	case f.Receiver == nil:
+		c.withdrawn++
+	case f.Answered():
+		c.succeeded++
+		c.responseTimes.observe(took)
+	case f.Reason == receiver.Timeout:
+		c.timedOut++
+	case f.Reason == receiver.Refused:
+		c.refused++
+	case f.Reason == receiver.Disconnected:
+		c.disconnected++
+	case f.Reason == receiver.Shutdown:
+		c.shutdown++
+	}
+}
+
+// dropped counts a response or refusal dropped for err, an error
+// receiver.Table's Respond or Refuse returned.
+func (c *messageCounts) dropped(err error) {
+	switch {
+	case errors.Is(err, receiver.ErrLateResponse):
+		c.late++
+	case errors.Is(err, receiver.ErrWrongPeer):
+		c.wrongPeer++
+	case errors.Is(err, receiver.ErrDuplicateResponse):
+		c.duplicate++
+	default:
+		c.unknown++
+	}
+}
+
+// add adds o's counts to c.
+func (c *messageCounts) add(o *messageCounts) {
+	c.sent += o.sent
+	c.notified += o.notified
+	c.sendErrors += o.sendErrors
+	c.succeeded += o.succeeded
+	c.timedOut += o.timedOut
+	c.refused += o.refused
+	c.disconnected += o.disconnected
+	c.shutdown += o.shutdown
+	c.withdrawn += o.withdrawn
+	c.late += o.late
+	c.unknown += o.unknown
+	c.wrongPeer += o.wrongPeer
+	c.duplicate += o.duplicate
+	c.responseTimes.add(&o.responseTimes)
+}
