@@ -69,6 +69,15 @@
 // alike, therefore start on different peers; left at 0, the seed is drawn
 // at random by New, so that nodes differ by default.
 //
+// # Metrics
+//
+// Stats is a consistent snapshot of the whole scheduler, and PeerStats one
+// of each peer's counters, departed peers' included for a while (see
+// Config.KeepDepartedPeers); both count response times in a Histogram of
+// fixed buckets. Counting costs a few increments per request, under a lock
+// the scheduler holds anyway. The module
+// github.com/peersched/peersched/promexport exposes them to Prometheus.
+//
 // # Locks
 //
 // Two locks guard the state, and are always taken in this order: the offers
