@@ -19,15 +19,20 @@ type messageCounts struct {
 	responseTimes                                                   histogramCounts
 }
 
-// ended counts how request f ended; took is how long it took, read only
-// for a request that was answered.
-func (c *messageCounts) ended(f *receiver.Finished, took time.Duration) {
+// answered counts a request answered after took, which falls in bucket
+// (bucketOf(took): the caller works it out once for every count it
+// updates).
+func (c *messageCounts) answered(took time.Duration, bucket int) {
+	c.succeeded++
+	c.responseTimes.buckets[bucket]++
+	c.responseTimes.sum += took
+}
+
+// failed counts how request f ended, if not answered: failed, or withdrawn.
+func (c *messageCounts) failed(f *receiver.Finished) {
 	switch {
 	case f.Receiver == nil:
 		c.withdrawn++
-	case f.Answered():
-		c.succeeded++
-		c.responseTimes.observe(took)
 	case f.Reason == receiver.Timeout:
 		c.timedOut++
 	case f.Reason == receiver.Refused:

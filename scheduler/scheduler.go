@@ -715,9 +715,16 @@ func (s *Scheduler) settleEndedLocked(f *receiver.Finished) {
 // peer. now is read only for an answered request, for its response time.
 // Caller holds offersMu.
 func (s *Scheduler) countEndLocked(f *receiver.Finished, now time.Duration) {
-	took := now - f.SentAt
-	s.counts.ended(f, took)
-	s.peers.of(f.Peer, f.PeerID).ended(f, took)
+	peer := s.peers.of(f.Peer, f.PeerID)
+	if f.Receiver != nil && f.Answered() {
+		took := now - f.SentAt
+		bucket := bucketOf(took)
+		s.counts.answered(took, bucket)
+		peer.answered(took, bucket)
+		return
+	}
+	s.counts.failed(f)
+	peer.failed(f)
 }
 
 // logDropped reports a response (or a refusal) that Deliver (or Refuse)
