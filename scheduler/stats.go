@@ -8,7 +8,7 @@ import (
 )
 
 // Stats is a consistent snapshot of the scheduler: every field was read at
-// the same moment.
+// the same moment. Its counters only grow; PeerStats has them by peer.
 type Stats struct {
 	Peers            int // connected peers
 	ChannelsOpen     int // channels that may carry a message now
@@ -39,6 +39,13 @@ type Stats struct {
 	WrongType     uint64 // of a type other than the request expects (offer.Request.Expect)
 	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks and host sends
 	Stopped       bool
+
+	// ResponseTimes holds, for each request counted in Succeeded, the time
+	// from its send (when the host's Send was called) to its response
+	// (when Deliver accepted it; for a response that came while the
+	// host's Send was still running, when the Send returned). PeerStats
+	// has the same by peer.
+	ResponseTimes Histogram
 }
 
 // Stats returns a snapshot of the scheduler's state and counters.
@@ -55,14 +62,14 @@ func (s *Scheduler) Stats() Stats {
 		SendersWaiting:   s.queue.Len(),
 		RequestsInFlight: s.table.Len(),
 		Sent:             c.sent,
-		Notified:         s.notified,
-		SendErrors:       s.sendErrors,
+		Notified:         c.notified,
+		SendErrors:       c.sendErrors,
 		Succeeded:        c.succeeded,
 		TimedOut:         c.timedOut,
 		Refused:          c.refused,
 		Disconnected:     c.disconnected,
 		Shutdown:         c.shutdown,
-		WithdrawnEnded:   c.withdrawnEnded,
+		WithdrawnEnded:   c.withdrawn,
 		Late:             c.late,
 		Unknown:          c.unknown,
 		WrongPeer:        c.wrongPeer,
@@ -70,6 +77,7 @@ func (s *Scheduler) Stats() Stats {
 		WrongType:        c.wrongType,
 		PanicsHandled:    s.panics.Load(),
 		Stopped:          s.stopped,
+		ResponseTimes:    c.responseTimes.snapshot(),
 	}
 }
 
