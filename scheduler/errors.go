@@ -43,6 +43,10 @@ var (
 	// offer.Options.Bytes, or one above the byte budget's ByteBurst, which
 	// the budget could never pay for.
 	ErrBadBytes = errors.New("peersched: bad declared message size")
+	// ErrBadWants: ScheduleWith was given wants that no offer could meet:
+	// a negative offer.Options.MinChannels or one above
+	// Config.MaxOfferChannels, or Only peers that are all in Avoid.
+	ErrBadWants = errors.New("peersched: a sender's wants can never be met")
 
 	ErrNilReceiver       = receiver.ErrNilReceiver
 	ErrBadTimeout        = receiver.ErrBadTimeout
