@@ -29,9 +29,25 @@ type itemResult struct {
 	reused   []reusedTree  // its children the base holds (see reuse)
 }
 
-// examine checks resp, the answer to a request for asked, and appends one
-// result per asked hash to dst, in asked's order. It reports false, appending
-// nothing, if resp is not a ledger.Objects at all.
+// examine is examineObjects for resp, an answer of any type, as the
+// Peerset, which checks types itself, receives it. It reports false,
+// appending nothing, if resp is not a ledger.Objects at all. (Run's
+// requests declare their response type instead, and the scheduler refuses
+// any other: see requestLocked.)
+func examine(asked []ledger.Hash, resp any, dst []itemResult) ([]itemResult, bool) {
+	switch m := resp.(type) {
+	case ledger.Objects:
+		return examineObjects(asked, m, dst), true
+	case *ledger.Objects:
+		if m != nil {
+			return examineObjects(asked, *m, dst), true
+		}
+	}
+	return dst, false
+}
+
+// examineObjects checks objs, the answer to a request for asked, and
+// appends one result per asked hash to dst, in asked's order.
 //
 // A response is matched by hash, not by position: a peer may answer in any
 // order, repeat items, or add items nobody asked for (those are ignored).
@@ -39,19 +55,7 @@ type itemResult struct {
 // with none the hash is absent. Honest peers answer in order, so the common
 // case costs one comparison per item and no allocation beyond the decoded
 // children (a peer that left items out costs a map of the rest).
-func examine(asked []ledger.Hash, resp any, dst []itemResult) ([]itemResult, bool) {
-	var objs ledger.Objects
-	switch m := resp.(type) {
-	case ledger.Objects:
-		objs = m
-	case *ledger.Objects:
-		if m == nil {
-			return dst, false
-		}
-		objs = *m
-	default:
-		return dst, false
-	}
+func examineObjects(asked []ledger.Hash, objs ledger.Objects, dst []itemResult) []itemResult {
 	var byHash map[ledger.Hash][]int // built only if positions disagree
 	for i, h := range asked {
 		r := itemResult{hash: h, kind: itemAbsent}
@@ -73,7 +77,7 @@ func examine(asked []ledger.Hash, resp any, dst []itemResult) ([]itemResult, boo
 		}
 		dst = append(dst, r)
 	}
-	return dst, true
+	return dst
 }
 
 // judge improves r with it, an item carrying r's hash, if it is better

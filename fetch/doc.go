@@ -7,10 +7,12 @@
 //
 //   - Run fetches through a scheduler.Scheduler. One bulk sender takes every
 //     channel an offer allows, puts a batch of hashes (a ledger.GetObjects) on
-//     each, and schedules a continuation while work remains. Failed requests
-//     (timeout, disconnect, a response of the wrong type) and missing or bad
-//     objects are asked again, preferring a peer other than the one that
-//     failed them. Each request's deadlines come from the library's timeout
+//     each, and schedules a continuation while work remains. Each request
+//     declares that it expects a ledger.Objects, so the scheduler refuses
+//     any other response and the request waits for its right one (or its
+//     deadline). Failed requests (timeout, disconnect, refusal) and missing
+//     or bad objects are asked again, preferring a peer other than the one
+//     that failed them. Each request's deadlines come from the library's timeout
 //     policy (package rto: the hard one is its peer's RFC 6298 timeout
 //     within [MinTimeout, Timeout], the soft one its peer's p95-like
 //     response time). Every request goes through the library's

@@ -29,7 +29,7 @@ type Report struct {
 	Timeouts     int `json:"timeouts"`      // requests that got no response in time
 	Refused      int `json:"refused"`       // requests the peer refused, overloaded (the host's Refuse, see Refuser)
 	Disconnects  int `json:"disconnects"`   // requests failed by their peer's disconnection
-	BadResponses int `json:"bad_responses"` // requests answered with the wrong message type
+	BadResponses int `json:"bad_responses"` // Peerset requests answered with the wrong message type, which fail (Run's are refused by the scheduler, and stay live: see Dropped.WrongType)
 	SendErrors   int `json:"send_errors"`   // sends the host refused
 	Retries      int `json:"retries"`       // objects asked again, for any of the reasons below
 	Hedges       int `json:"hedges"`        // requests asked again of another peer at the tail, while still out (a request and its hedge end once, together: in Answered or a failure count)
@@ -46,6 +46,7 @@ type Report struct {
 // the scheduler's Stats (the difference over the fetch); the Peerset counts
 // its own.
 type Dropped struct {
+	WrongType int `json:"wrong_type"` // of another message type than the request declared (Run only: see Report.BadResponses)
 	Duplicate int `json:"duplicate"`  // a second response to an answered request
 	Late      int `json:"late"`       // after the request had failed (timed out, disconnected)
 	WrongPeer int `json:"wrong_peer"` // under the ID of a request sent to another peer

@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -74,6 +75,7 @@ func runFetch(ctx context.Context, s *scheduler.Scheduler, cfg Config, started f
 	}
 	after := s.Stats()
 	dropped := Dropped{
+		WrongType: int(after.WrongType - before.WrongType),
 		Duplicate: int(after.Duplicate - before.Duplicate),
 		Late:      int(after.Late - before.Late),
 		WrongPeer: int(after.WrongPeer - before.WrongPeer),
@@ -111,6 +113,10 @@ type bulk struct {
 
 	hedger *hedge.Hedger // sends every request, and hedges them at the tail
 }
+
+// objectsType is the type of every answer the fetch's requests accept
+// (offer.Request.Expect): the answer to a ledger.GetObjects.
+var objectsType = reflect.TypeFor[ledger.Objects]()
 
 // request is one GetObjects in flight, perhaps hedged, and its receiver
 // (a hedge.Receiver: the Hedger calls it once, with the first answer, or
@@ -344,7 +350,13 @@ func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.Hash) bool {
 	soft, hard := b.timing.Deadlines(to)
 	r := &request{b: b, to: to, hashes: hashes, sentAt: b.cfg.Clock.Now()}
-	id, err := b.hedger.Request(o, i, ledger.GetObjects{Hashes: hashes}, r, soft, hard)
+	id, err := b.hedger.Send(o, i, offer.Request{
+		Message:  ledger.GetObjects{Hashes: hashes},
+		Receiver: r,
+		Soft:     soft,
+		Timeout:  hard,
+		Expect:   objectsType, // the scheduler refuses anything else, and the request waits on
+	})
 	if err != nil {
 		return false
 	}
@@ -356,12 +368,13 @@ func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.H
 
 // OnResponse checks the first answer to come, from the request's peer or
 // its hedge's, and applies it; the other request, withdrawn by the Hedger,
-// ends here too. The hashing happens before the lock is taken. Implements
-// receiver.Receiver.
+// ends here too. The answer is a ledger.Objects: the request declared it
+// (objectsType), so the scheduler passes nothing else. The hashing happens
+// before the lock is taken. Implements receiver.Receiver.
 func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
 	b := r.b
 	now := b.cfg.Clock.Now()
-	results, ok := examine(r.hashes, response, make([]itemResult, 0, len(r.hashes)))
+	results := examineObjects(r.hashes, response.(ledger.Objects), make([]itemResult, 0, len(r.hashes)))
 	reuse(b.cfg.Base, results)
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -370,7 +383,7 @@ func (r *request) OnResponse(_ receiver.RequestID, from peer.ID, response any) {
 	}
 	delete(b.inFlight, r.id)
 	sentAt := r.endOtherLocked(from)
-	b.answeredLocked(r.hashes, from, results, ok, now.Sub(sentAt), now)
+	b.answeredLocked(r.hashes, from, results, true, now.Sub(sentAt), now)
 	b.wakeLocked()
 }
 

@@ -86,7 +86,20 @@ func faultCases() []faultCase {
 		{name: "unknown request ids", peers: with(6, 6, fault(simnet.UnknownID, 0.25)),
 			check: func(t *testing.T, o outcome) { atLeast(t, "unknown dropped", o.rep.Dropped.Unknown, 1) }},
 		{name: "wrong message type", peers: with(6, 6, fault(simnet.WrongType, 0.25)),
-			check: func(t *testing.T, o outcome) { atLeast(t, "bad responses", o.rep.BadResponses, 1) }},
+			check: func(t *testing.T, o outcome) {
+				if o.rep.Strategy == "peerset" {
+					// It checks the type itself, and the request fails.
+					atLeast(t, "bad responses", o.rep.BadResponses, 1)
+					return
+				}
+				// The requests declare their type: the scheduler refuses
+				// the others, the requests stay live and the fetch never
+				// sees them.
+				atLeast(t, "wrong types dropped", o.rep.Dropped.WrongType, 1)
+				if o.rep.BadResponses != 0 {
+					t.Errorf("the fetch saw %d answers of the wrong type", o.rep.BadResponses)
+				}
+			}},
 		{name: "corrupt objects", peers: with(6, 6, fault(simnet.Corrupt, 0.25)),
 			check: func(t *testing.T, o outcome) { atLeast(t, "corrupt", o.rep.Corrupt, 1) }},
 		{name: "never answering peers", peers: with(6, 2, fault(simnet.Ignore, 1)),

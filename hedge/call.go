@@ -1,6 +1,7 @@
 package hedge
 
 import (
+	"reflect"
 	"slices"
 	"time"
 
@@ -21,6 +22,7 @@ type call struct {
 	r       receiver.Receiver
 	message any
 	hard    time.Duration // the hedge's deadline, as the first request's
+	expect  reflect.Type  // the hedge's expected response type, as the first request's
 	origin  peer.ID       // the first request's peer, which the hedge avoids
 
 	first, second leg // the first request, and the hedge

@@ -79,10 +79,18 @@ func NewHedger(s Scheduler, b *Budget, o Options) (*Hedger, error) {
 	return &Hedger{sched: s, opts: o, budget: b, calls: make(map[receiver.RequestID]*call)}, nil
 }
 
-// Request sends message on the i-th channel of o, as o.RequestSoft does,
-// and hedges it if it is slow: at its soft deadline, if the budget allows,
+// Request sends message on the i-th channel of o with deadlines soft and
+// hard: it is Send(o, i, offer.Request{Message: message, Receiver: r, Soft:
+// soft, Timeout: hard}).
+func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error) {
+	return h.Send(o, i, offer.Request{Message: message, Receiver: r, Soft: soft, Timeout: hard})
+}
+
+// Send sends req on the i-th channel of o, as o.Send does, and hedges it
+// if it is slow: at its soft deadline, if the budget allows,
 // a hedge waits in the scheduler's queue for a channel of any other peer
-// and sends message there with the same hard deadline, from its own send.
+// and sends the same message there with the same hard deadline and
+// expected response type (req.Expect), from its own send.
 // The first answer wins: r gets it, and the other request is withdrawn. If
 // one request fails while the other is live, r waits for the other; if
 // both fail, r is told the last failure. However the two end, r gets
@@ -99,34 +107,32 @@ func NewHedger(s Scheduler, b *Budget, o Options) (*Hedger, error) {
 // If r is a Receiver, it decides whether each slow request is hedged at
 // once and hears of every hedge sent.
 //
-// A soft deadline of 0, or one at or past hard, means none: the request
-// is sent with hard alone, as o.Request sends it, and never hedged. Every
-// request sent earns the budget its share of a hedge. On error nothing was
-// sent and r is never called; the errors are o.RequestSoft's, with
-// receiver.ErrNilReceiver for a nil r and receiver.ErrBadTimeout for a
-// negative soft deadline.
+// A soft deadline (req.Soft) of 0, or one at or past the hard one
+// (req.Timeout), means none: the request is sent with its hard deadline
+// alone and never hedged. Every request sent earns the budget its share of
+// a hedge. On error nothing was sent and req.Receiver is never called; the
+// errors are o.Send's, with receiver.ErrNilReceiver for a nil receiver and
+// receiver.ErrBadTimeout for a negative soft deadline.
 //
-// Like every send through an offer, Request must be called while the
-// offer is live: from the sender's OnOffer, or a goroutine OnOffer waits
-// for.
-func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error) {
+// Like every send through an offer, Send must be called while the offer is
+// live: from the sender's OnOffer, or a goroutine OnOffer waits for.
+func (h *Hedger) Send(o offer.Offer, i int, req offer.Request) (receiver.RequestID, error) {
+	r := req.Receiver
 	if r == nil {
 		return 0, receiver.ErrNilReceiver
 	}
-	if soft < 0 {
-		return 0, fmt.Errorf("%w: soft deadline %v", receiver.ErrBadTimeout, soft)
+	if req.Soft < 0 {
+		return 0, fmt.Errorf("%w: soft deadline %v", receiver.ErrBadTimeout, req.Soft)
+	}
+	if req.Soft >= req.Timeout {
+		req.Soft = 0
 	}
 	ch, _ := o.Channel(i) // if there is no such channel, the send says why
-	c := &call{h: h, r: r, message: message, hard: hard, origin: ch.Peer}
+	c := &call{h: h, r: r, message: req.Message, hard: req.Timeout, expect: req.Expect, origin: ch.Peer}
 	c.first.c, c.second.c = c, c
 	c.first.live = true // before the send publishes c to the scheduler
-	var id receiver.RequestID
-	var err error
-	if soft > 0 && soft < hard {
-		id, err = o.RequestSoft(i, message, &c.first, soft, hard)
-	} else {
-		id, err = o.Request(i, message, &c.first, hard)
-	}
+	req.Receiver = &c.first
+	id, err := o.Send(i, req)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {

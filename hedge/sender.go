@@ -2,7 +2,6 @@ package hedge
 
 import (
 	"errors"
-	"time"
 
 	"github.com/peersched/peersched/offer"
 	"github.com/peersched/peersched/peer"
@@ -70,7 +69,7 @@ func (s *sender) OnOffer(o offer.Offer) {
 	c.second.live = true // a failure of the first leg now waits for this one
 	h.mu.Unlock()
 
-	id, to, err := sendFirst(o, c.message, &c.second, c.hard)
+	id, to, err := sendFirst(o, offer.Request{Message: c.message, Receiver: &c.second, Timeout: c.hard, Expect: c.expect})
 
 	h.mu.Lock()
 	if err == nil {
@@ -124,10 +123,9 @@ func (s *sender) OnDiscard() {
 // errNoChannel: the offer lists no channel (it expired).
 var errNoChannel = errors.New("hedge: no channel in the offer")
 
-// sendFirst sends message as a request with deadline hard on the first
-// channel of o, going on to the next if a send fails, and returns the
-// request's ID and peer.
-func sendFirst(o offer.Offer, message any, r receiver.Receiver, hard time.Duration) (receiver.RequestID, peer.ID, error) {
+// sendFirst sends req on the first channel of o, going on to the next if
+// a send fails, and returns the request's ID and peer.
+func sendFirst(o offer.Offer, req offer.Request) (receiver.RequestID, peer.ID, error) {
 	err := errNoChannel
 	for i := range o.Len() {
 		ch, ok := o.Channel(i)
@@ -135,7 +133,7 @@ func sendFirst(o offer.Offer, message any, r receiver.Receiver, hard time.Durati
 			break
 		}
 		var id receiver.RequestID
-		if id, err = o.Request(i, message, r, hard); err == nil {
+		if id, err = o.Send(i, req); err == nil {
 			return id, ch.Peer, nil
 		}
 		if errors.Is(err, offer.ErrExpired) || errors.Is(err, offer.ErrSizeExceeded) {

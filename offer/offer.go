@@ -19,6 +19,7 @@ package offer
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/peersched/peersched/peer"
@@ -156,9 +157,9 @@ type Status struct {
 type Carrier interface {
 	OfferStatus(generation uint64) Status
 	OfferChannel(generation uint64, i int) (Channel, bool)
-	// OfferRequest sends a request; soft is 0 for a request with one
-	// deadline, hard.
-	OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error)
+	// OfferRequest sends a request, whose Soft and Timeout Offer.Send has
+	// checked against each other.
+	OfferRequest(generation uint64, i int, req Request) (receiver.RequestID, error)
 	OfferNotify(generation uint64, i int, message any, digest time.Duration) error
 }
 
@@ -212,37 +213,74 @@ func (o Offer) Channel(i int) (c Channel, ok bool) {
 	return o.carrier.OfferChannel(o.generation, i)
 }
 
-// Request sends message as a request on the i-th channel, closing it, and
-// returns the request's ID. r is called exactly once with the response or the
-// failure (after timeout without a response, when the peer disconnects, or
-// when the scheduler stops), unless withdrawn. On error nothing was sent, the
-// channel stays open, and r is never called. Errors: ErrExpired,
-// ErrNoSuchChannel, ErrChannelUsed, ErrSizeExceeded, ErrPeerGone,
-// ErrPeerAtLimit, receiver.ErrNilReceiver, receiver.ErrBadTimeout, receiver.ErrTooManyRequests,
-// the scheduler's ErrStopped, or the host's send error.
-func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
-	if o.carrier == nil {
-		return 0, ErrExpired
-	}
-	return o.carrier.OfferRequest(o.generation, i, message, r, 0, timeout)
+// Request is everything a request is sent with, for Offer.Send: the
+// message, the receiver of its answer, its deadlines and the type of
+// response it expects. Request and RequestSoft are short forms of Send for
+// the common cases.
+type Request struct {
+	// Message is what the host's Peer.Send is given.
+	Message any
+	// Receiver gets the request's one outcome. It must not be nil.
+	Receiver receiver.Receiver
+	// Timeout is the request's deadline, measured from the send: with no
+	// answer by then, it fails with receiver.Timeout. It must be positive.
+	Timeout time.Duration
+	// Soft, if not 0, is an earlier deadline (seed 002's two-phase
+	// timeout), also measured from the send: at Soft, if no answer has
+	// come, a receiver that is a receiver.SlowReceiver is told the request
+	// is slow (OnSlow, at most once), and the request stays live, keeping
+	// its channel closed, so the sender may ask another peer meanwhile. It
+	// must be below Timeout.
+	Soft time.Duration
+	// Expect, if not nil, is the type the response must have: the
+	// scheduler's Deliver refuses a response of another dynamic type with
+	// receiver.ErrWrongResponseType, counts it in Stats.WrongType and
+	// leaves the request live, so that its right response can still come
+	// (as rippled drops a reply of the wrong message type). An interface
+	// type accepts every response that implements it. The check compares
+	// types under the scheduler's lock and runs no user code; a receiver
+	// that needs more than the type checks the response itself. Use
+	// reflect.TypeFor to name the type: reflect.TypeFor[*Reply]().
+	Expect reflect.Type
 }
 
-// RequestSoft is Request with two deadlines (seed 002's two-phase
-// timeout): at soft, if no answer has come, a receiver that is a
-// receiver.SlowReceiver is told the request is slow (OnSlow, at most once),
-// and the request stays live, keeping its channel closed, so the sender may
-// ask another peer meanwhile; at hard it fails with receiver.Timeout as a
-// Request's one deadline does. Both are measured from the send, and
-// 0 < soft < hard, or the error is receiver.ErrBadTimeout. Its other errors
-// are Request's.
-func (o Offer) RequestSoft(i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error) {
+// Send sends r.Message as a request on the i-th channel, closing it, and
+// returns the request's ID. r.Receiver is called exactly once with the
+// response or the failure (after r.Timeout without a response, when the
+// peer disconnects, or when the scheduler stops), unless withdrawn. On
+// error nothing was sent, the channel stays open, and the receiver is
+// never called. Errors: ErrExpired, ErrNoSuchChannel, ErrChannelUsed,
+// ErrSizeExceeded, ErrPeerGone, ErrPeerAtLimit, receiver.ErrNilReceiver,
+// receiver.ErrBadTimeout (a Timeout that is not positive, or a Soft that
+// is negative or not below Timeout), receiver.ErrTooManyRequests, the
+// scheduler's ErrStopped, or the host's send error.
+func (o Offer) Send(i int, r Request) (receiver.RequestID, error) {
 	if o.carrier == nil {
 		return 0, ErrExpired
 	}
-	if soft <= 0 || soft >= hard {
+	if r.Soft != 0 && (r.Soft < 0 || r.Soft >= r.Timeout) {
+		return 0, fmt.Errorf("%w: soft deadline %v, hard %v: need 0 < soft < hard", receiver.ErrBadTimeout, r.Soft, r.Timeout)
+	}
+	return o.carrier.OfferRequest(o.generation, i, r)
+}
+
+// Request sends message on the i-th channel with deadline timeout and no
+// expected type: it is Send(i, Request{Message: message, Receiver: r,
+// Timeout: timeout}), with Send's errors.
+func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Duration) (receiver.RequestID, error) {
+	return o.Send(i, Request{Message: message, Receiver: r, Timeout: timeout})
+}
+
+// RequestSoft is Request with two deadlines, soft and hard: it is Send(i,
+// Request{Message: message, Receiver: r, Soft: soft, Timeout: hard}). At
+// soft a receiver.SlowReceiver is told the request is slow and the request
+// stays live; at hard it fails with receiver.Timeout. 0 < soft < hard, or
+// the error is receiver.ErrBadTimeout; its other errors are Send's.
+func (o Offer) RequestSoft(i int, message any, r receiver.Receiver, soft, hard time.Duration) (receiver.RequestID, error) {
+	if soft <= 0 {
 		return 0, fmt.Errorf("%w: soft deadline %v, hard %v: need 0 < soft < hard", receiver.ErrBadTimeout, soft, hard)
 	}
-	return o.carrier.OfferRequest(o.generation, i, message, r, soft, hard)
+	return o.Send(i, Request{Message: message, Receiver: r, Soft: soft, Timeout: hard})
 }
 
 // Notify sends message as a notification on the i-th channel, closing it until
@@ -255,8 +293,8 @@ func (o Offer) Notify(i int, message any, digest time.Duration) error {
 	return o.carrier.OfferNotify(o.generation, i, message, digest)
 }
 
-// Errors about senders and offers, matchable with errors.Is; the scheduler
-// re-exports them.
+// Errors about senders and offers, returned by the scheduler's Schedule and
+// by sends through an offer. They can be matched with errors.Is.
 var (
 	// ErrNilSender is returned when a nil sender is scheduled.
 	ErrNilSender = errors.New("peersched: sender is nil")

@@ -111,6 +111,27 @@ func TestQueueReofferKeepsThePlace(t *testing.T) {
 	require.Equal(t, 2, q.Parked(), "a parked sender that leaves is no longer counted")
 }
 
+// TestQueueWaitForOpening: a sender that asked, during its offer, to wait
+// for an opening is not parked when it declines: it is set aside and ready
+// again at the next opening of any peer it does not avoid.
+func TestQueueWaitForOpening(t *testing.T) {
+	var q Queue
+	a := q.Push(named("a"), 0)
+	q.SetWants(a, nil, []peer.ID{"X"}, 0)
+	tk, _, _ := q.Next(nil, someOpen)
+	require.Equal(t, a, tk)
+	q.WaitForOpening(a)
+	q.Decline(a)
+	require.Zero(t, q.Parked())
+	require.True(t, q.SetAside())
+	require.Empty(t, order(&q), "waiting for an opening")
+	q.Opened("X")
+	require.Empty(t, order(&q), "X is avoided: its opening is not one for a")
+	q.Opened("Y")
+	require.Equal(t, []string{"a"}, order(&q), "Y opened; then it declined again, and is parked")
+	require.Equal(t, 1, q.Parked())
+}
+
 // TestQueueMatchesWants: a sender whose wants the open channels do not
 // meet is passed over, keeping its place, and is offered again when a
 // channel opens that may meet them, not before: Only peers, Avoid peers,

@@ -79,10 +79,13 @@ type queueNode struct {
 	// again: Reoffer was called while an offer to the sender was open or
 	// its sends were in progress, so the offer's end does not park it.
 	again bool
-	class int32 // the sender's limit.ClassID plus one; 0 for none
-	bytes int64 // the size the sender declared for each message
-	seq   uint64
-	wants *wants // nil for none
+	// untilOpening: WaitForOpening was called during its offer, so the
+	// offer's end sets it aside until a channel opens instead of parking it.
+	untilOpening bool
+	class        int32 // the sender's limit.ClassID plus one; 0 for none
+	bytes        int64 // the size the sender declared for each message
+	seq          uint64
+	wants        *wants // nil for none
 	// asideMark counts the times the sender was set aside; an asideEntry
 	// with another mark is stale.
 	asideMark uint32
@@ -275,7 +278,7 @@ func (q *Queue) Remove(t Ticket) (s Sender, ok bool) {
 		q.levels[len(q.levels) : len(q.levels)+1][0] = level{} // no second copy of its heap
 	}
 	node.sender, node.priority, node.prev, node.next, node.heapAt = nil, 0, 0, 0, -1
-	node.state, node.again, node.class, node.bytes, node.seq, node.wants = ready, false, 0, 0, 0, nil
+	node.state, node.again, node.untilOpening, node.class, node.bytes, node.seq, node.wants = ready, false, false, 0, 0, 0, nil
 	node.generation++ // makes its ticket and its aside entries stale
 	q.free = append(q.free, slot)
 	q.n--
@@ -304,14 +307,38 @@ func (q *Queue) Decline(t Ticket) {
 	case parked:
 		return
 	}
-	if node.again {
-		node.again = false
+	switch {
+	case node.again:
+		node.again, node.untilOpening = false, false
 		node.state = ready
 		q.pushReady(lv, slot)
-		return
+	case node.untilOpening:
+		node.untilOpening = false
+		q.asideUntilOpening(slot)
+	default:
+		node.state = parked
+		q.parked++
 	}
-	node.state = parked
-	q.parked++
+}
+
+// WaitForOpening makes the end of the open offer to the sender named t, if
+// it sends nothing, set the sender aside until a channel opens (of a peer
+// it does not avoid), instead of parking it: the old way of declining, for
+// a sender that cannot say what it wants in advance. It costs O(1) per
+// opening for each sender waiting so, which is why it is not the default.
+func (q *Queue) WaitForOpening(t Ticket) {
+	if _, node := q.lookup(t); node != nil {
+		node.untilOpening = true
+	}
+}
+
+// asideUntilOpening sets the sender in slot, not ready, aside until the
+// next opening of a peer it does not avoid.
+func (q *Queue) asideUntilOpening(slot int32) {
+	node := &q.nodes[slot]
+	node.state = setAside
+	node.asideMark++
+	q.asideAny = q.appendAside(q.asideAny, asideEntry{slot: slot, generation: node.generation, mark: node.asideMark})
 }
 
 // Hold passes the sender named t over, keeping its place, until Decline or
@@ -371,7 +398,7 @@ func (q *Queue) Opened(id peer.ID) {
 	for _, e := range q.asideAny {
 		switch {
 		case !q.asideLive(e):
-		case contains(q.nodes[e.slot].wants.avoid, id):
+		case q.nodes[e.slot].wants != nil && contains(q.nodes[e.slot].wants.avoid, id):
 			kept = append(kept, e)
 		default:
 			q.wake(e.slot)

@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"fmt"
 	"runtime/debug"
 
 	"github.com/peersched/peersched/limit"
@@ -53,7 +52,7 @@ func (o Options) NewLimiter() (limit.Limiter, error) {
 	}
 	v, err := limit.NewVegas(limit.VegasConfig{Bounds: b})
 	if err != nil {
-		return nil, fmt.Errorf("peer limit: %w", err)
+		return nil, err
 	}
 	return v, nil
 }

@@ -35,8 +35,8 @@ type Peer interface {
 	Send(requestID uint64, message any) error
 }
 
-// Errors returned for bad input about peers. They can be matched with
-// errors.Is; the scheduler re-exports them.
+// Errors returned for bad input about peers, by the scheduler's Connect,
+// ConnectWith and Disconnect. They can be matched with errors.Is.
 var (
 	// ErrNilPeer is returned when a nil Peer is connected.
 	ErrNilPeer = errors.New("peersched: peer is nil")

@@ -4,6 +4,7 @@
 package receiver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -14,7 +15,12 @@ import (
 // never zero, so a zero ID on the wire can mean "not a request".
 type RequestID uint64
 
-// Reason says why a request failed.
+// Reason says why a request failed. A Reason is an error, so a receiver
+// may pass it on as one (Scheduler.Call returns it); errors.Is matches it
+// with the constant itself (errors.Is(err, receiver.Timeout)), and a
+// Timeout also with context.DeadlineExceeded, the error Go code checks for
+// a deadline that passed. Being a small integer, it costs no allocation to
+// pass, to compare with == or to switch on, as receivers have always done.
 type Reason uint8
 
 // The reasons a receiver can be told a request failed.
@@ -47,6 +53,18 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
 
+// Error returns the reason's name, as String does, so that a Reason
+// prints the same whether it is formatted as an error or a value.
+func (r Reason) Error() string { return r.String() }
+
+// Is reports whether the reason matches target, for errors.Is: a Timeout
+// matches context.DeadlineExceeded (a request's deadline is one), and no
+// reason matches anything else but itself, which errors.Is checks before
+// asking.
+func (r Reason) Is(target error) bool {
+	return r == Timeout && target == context.DeadlineExceeded
+}
+
 // Receiver waits for the response to one or more requests. The scheduler calls
 // exactly one of its methods exactly once for each request it was given with,
 // unless the request is withdrawn first. Receiver callbacks never run
@@ -58,6 +76,8 @@ type Receiver interface {
 	// the peer the request was sent to, before its deadline.
 	OnResponse(id RequestID, from peer.ID, response any)
 	// OnFailure is called when request id, sent to peer from, failed.
+	// reason says why; it is an error too, for a receiver that passes it
+	// on (see Reason).
 	OnFailure(id RequestID, from peer.ID, reason Reason)
 }
 
@@ -100,8 +120,9 @@ func (f Funcs) OnFailure(id RequestID, from peer.ID, reason Reason) {
 	}
 }
 
-// Errors about requests and responses. They can be matched with errors.Is;
-// the scheduler re-exports them.
+// Errors about requests and responses, returned by sends through an offer
+// and by the scheduler's Deliver and Refuse. They can be matched with
+// errors.Is.
 var (
 	// ErrNilReceiver is returned when a request is sent without a receiver.
 	ErrNilReceiver = errors.New("peersched: receiver is nil")
@@ -123,4 +144,8 @@ var (
 	// requests have reused an ended request's slot the table no longer knows
 	// how it ended, and any response to it is late, a second answer included.
 	ErrLateResponse = errors.New("peersched: late response")
+	// ErrWrongResponseType: the response is not of the type its request
+	// expects (offer.Request.Expect). The request is left as it was, live:
+	// its right response may still come.
+	ErrWrongResponseType = errors.New("peersched: response of the wrong type")
 )

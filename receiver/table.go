@@ -1,6 +1,7 @@
 package receiver
 
 import (
+	"reflect"
 	"time"
 
 	"github.com/peersched/peersched/peer"
@@ -37,6 +38,7 @@ type Table struct {
 	visited int               // entries FailPeer has looked at, ever
 	ids     *idSpace          // nil: a request's ID is its slot's handle
 	soft    []softState       // by slot; nil until a request has a soft deadline (see AddSoft)
+	expect  []reflect.Type    // by slot; nil until a request expects a type (see Expect)
 }
 
 // softState is the second deadline of a request sent with a soft one. Its
@@ -173,6 +175,9 @@ func (t *Table) Add(r Receiver, ref peer.Ref, now, timeout time.Duration, terms 
 	// ended, to classify a stray response to it.
 	e.receiver, e.state, e.held = r, stateSending, 0
 	t.setTerms(h.Slot(), terms)
+	if t.expect != nil && int(h.Slot()) < len(t.expect) {
+		t.expect[h.Slot()] = nil
+	}
 	t.link(e, h.Slot(), ref)
 	t.n++
 	if t.ids == nil {
@@ -195,6 +200,37 @@ func (t *Table) AddSoft(r Receiver, ref peer.Ref, now, soft, hard time.Duration,
 	}
 	t.soft[slot] = softState{soft: soft, hard: hard, phase: softArmed}
 	return id
+}
+
+// Expect makes request id, just added, accept only responses of type typ
+// (or, if typ is an interface type, of a type that implements it): Respond
+// refuses others with ErrWrongResponseType and leaves the request as it
+// was. A nil typ accepts any response. The slice that keeps the types,
+// beside the slab, is made when the first request expects one.
+func (t *Table) Expect(id RequestID, typ reflect.Type) {
+	if typ == nil && t.expect == nil {
+		return
+	}
+	slot := int(t.handle(id).Slot())
+	for len(t.expect) <= slot {
+		t.expect = append(t.expect, nil)
+	}
+	t.expect[slot] = typ
+}
+
+// accepts reports whether the request in slot takes response, by its
+// type. It compares two type words in the usual case; only an expected
+// interface type costs a method-set walk.
+func (t *Table) accepts(slot int32, response any) bool {
+	if int(slot) >= len(t.expect) {
+		return true
+	}
+	want := t.expect[slot]
+	if want == nil {
+		return true
+	}
+	got := reflect.TypeOf(response)
+	return got == want || (got != nil && want.Kind() == reflect.Interface && got.Implements(want))
 }
 
 // softOf returns the soft deadline state of slot, or nil if no request ever
@@ -326,7 +362,8 @@ func (t *Table) Unsend(id RequestID) (f Finished, ok bool) {
 // a nil error when the response was accepted but held back because the request
 // is still being sent. Otherwise it returns the reason the response is
 // dropped, changing nothing: ErrUnknownRequest, ErrWrongPeer,
-// ErrDuplicateResponse or ErrLateResponse.
+// ErrDuplicateResponse, ErrLateResponse, or ErrWrongResponseType (the
+// request expects another type: see Expect; it stays live).
 func (t *Table) Respond(id RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
 	return t.answer(id, from, heldResponse, response)
 }
@@ -360,6 +397,8 @@ func (t *Table) answer(id RequestID, from peer.ID, how Reason, response any) (f 
 		return Finished{}, false, strayResponseError(e.held)
 	case t.peerID(e) != from:
 		return Finished{}, false, ErrWrongPeer
+	case how == heldResponse && t.expect != nil && !t.accepts(h.Slot(), response):
+		return Finished{}, false, ErrWrongResponseType
 	case e.state == stateSending:
 		e.held = how
 		if how == heldResponse {

@@ -23,10 +23,12 @@ import (
 // Deliver or Disconnect never runs other components' code. With
 // Config.InlineCallbacks it runs on the goroutine that found it idle instead.
 //
-// No scheduler method waits for user code (Shutdown aside, which says so), so
-// the scheduler never needs to know whether a call comes from inside a
-// callback, or on whose behalf: a call from anywhere only changes the state
-// and queues what follows.
+// No scheduler method waits for user code (Shutdown and Call aside, which
+// say so), so the scheduler never needs to know whether a call comes from
+// inside a callback, or on whose behalf: a call from anywhere only changes
+// the state and queues what follows. Nothing reads goroutine stacks to
+// find out; Call, which would wait for itself inside a callback, says so
+// in its documentation and ends with its context.
 
 type callbackKind uint8
 

@@ -43,10 +43,10 @@ func (s *Scheduler) ClassUsage(dst []ClassUsage) []ClassUsage {
 }
 
 // classOf returns the class named name, or an error wrapping
-// ErrUnknownClass. Caller holds offersMu.
+// limit.ErrUnknownClass. Caller holds offersMu.
 func (s *Scheduler) classOf(name string) (limit.ClassID, error) {
 	if s.classes == nil {
-		return 0, fmt.Errorf("%w: %q (no classes are configured)", ErrUnknownClass, name)
+		return 0, fmt.Errorf("%w: %q (no classes are configured)", limit.ErrUnknownClass, name)
 	}
 	return s.classes.ID(name)
 }

@@ -2,43 +2,35 @@ package scheduler
 
 import (
 	"errors"
-
-	"github.com/peersched/peersched/limit"
-	"github.com/peersched/peersched/offer"
-	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/receiver"
+	"strings"
 )
 
-// Every error the scheduler returns wraps one of these, so errors.Is can tell
-// them apart. Most are defined in the package that detects them and repeated
-// here so a user needs only this package. A call that returns an error has
-// changed nothing, unless its documentation says otherwise.
+// Every error a Scheduler method returns can be told apart with errors.Is.
+// Each sentinel has one name, in the package that detects it; those of
+// this package are below, and the others are:
+//
+//   - peer: ErrNilPeer, ErrBadChannels, ErrAlreadyConnected, ErrUnknownPeer,
+//     ErrTooManyChannels, ErrNilLimiter (Connect, ConnectWith, Disconnect).
+//   - offer: ErrNilSender, ErrTooManySenders (Schedule); ErrExpired,
+//     ErrNoSuchChannel, ErrChannelUsed, ErrSizeExceeded, ErrPeerGone,
+//     ErrPeerAtLimit (sends through an offer).
+//   - receiver: ErrNilReceiver, ErrBadTimeout, ErrTooManyRequests (sends);
+//     ErrUnknownRequest, ErrWrongPeer, ErrDuplicateResponse,
+//     ErrLateResponse, ErrWrongResponseType (Deliver and Refuse);
+//     ErrBadIDRange (New). A request's failure is a receiver.Reason, an
+//     error too (Call returns it).
+//   - limit: ErrBadBounds (ConnectWith), ErrUnknownClass (ScheduleWith),
+//     and the class errors New wraps in ErrBadConfig.
+//
+// Every message starts with the name of the package that made it
+// ("peersched: " for this one and the four above), once: context is added
+// after the sentinel's text, never before it. A call that returns an error
+// has changed nothing, unless its documentation says otherwise.
 var (
 	// ErrStopped: the scheduler has been stopped and takes no new work.
 	ErrStopped = errors.New("peersched: scheduler stopped")
 	// ErrBadConfig: New was given an invalid Config.
 	ErrBadConfig = errors.New("peersched: invalid config")
-
-	ErrNilPeer          = peer.ErrNilPeer
-	ErrBadChannels      = peer.ErrBadChannels
-	ErrAlreadyConnected = peer.ErrAlreadyConnected
-	ErrUnknownPeer      = peer.ErrUnknownPeer
-
-	ErrNilSender      = offer.ErrNilSender
-	ErrTooManySenders = offer.ErrTooManySenders
-	ErrOfferExpired   = offer.ErrExpired
-	ErrNoSuchChannel  = offer.ErrNoSuchChannel
-	ErrChannelUsed    = offer.ErrChannelUsed
-	ErrSizeExceeded   = offer.ErrSizeExceeded
-	ErrPeerGone       = offer.ErrPeerGone
-	ErrPeerAtLimit    = offer.ErrPeerAtLimit
-
-	// ErrBadBounds: ConnectWith was given limit bounds that do not satisfy
-	// 1 <= Min <= Start <= Max.
-	ErrBadBounds = limit.ErrBadBounds
-	// ErrUnknownClass: ScheduleWith named a class that Config.Classes does
-	// not declare.
-	ErrUnknownClass = limit.ErrUnknownClass
 	// ErrBadBytes: ScheduleWith was given a negative size in
 	// offer.Options.Bytes, or one above the byte budget's ByteBurst, which
 	// the budget could never pay for.
@@ -47,16 +39,26 @@ var (
 	// a negative offer.Options.MinChannels or one above
 	// Config.MaxOfferChannels, or Only peers that are all in Avoid.
 	ErrBadWants = errors.New("peersched: a sender's wants can never be met")
-
-	ErrNilReceiver       = receiver.ErrNilReceiver
-	ErrBadTimeout        = receiver.ErrBadTimeout
-	ErrTooManyRequests   = receiver.ErrTooManyRequests
-	ErrUnknownRequest    = receiver.ErrUnknownRequest
-	ErrWrongPeer         = receiver.ErrWrongPeer
-	ErrDuplicateResponse = receiver.ErrDuplicateResponse
-	ErrLateResponse      = receiver.ErrLateResponse
-
 	// ErrSendPanicked wraps a panic raised by the host's Peer.Send; the send
 	// is treated as failed.
 	ErrSendPanicked = errors.New("peersched: peer send panicked")
 )
+
+// prefix begins the message of every error this package and peer, offer
+// and receiver make.
+const prefix = "peersched: "
+
+// withoutPrefix returns err with prefix taken off the front of its message,
+// for wrapping in a message that has it already; errors.Is and errors.As
+// still find err and what it wraps.
+func withoutPrefix(err error) error {
+	if !strings.HasPrefix(err.Error(), prefix) {
+		return err
+	}
+	return unprefixed{err}
+}
+
+type unprefixed struct{ err error }
+
+func (u unprefixed) Error() string { return strings.TrimPrefix(u.err.Error(), prefix) }
+func (u unprefixed) Unwrap() error { return u.err }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -485,11 +486,27 @@ func (sd *fuzzSide) deliver(from peer.ID, id receiver.RequestID, nested bool) {
 	sd.values++
 	value := fmt.Sprintf("v%d", sd.values)
 	sd.valueFor[value] = id
-	err := sd.api.Deliver(from, id, value)
+	// In an extended program every third response is a fuzzValue, not a
+	// string: requests that expect a string refuse it, those that expect a
+	// fmt.Stringer take only it (see fuzzSender.request).
+	var response any = value
+	if sd.extended && sd.values%3 == 0 {
+		response = fuzzValue(value)
+	}
+	err := sd.api.Deliver(from, id, response)
 	sd.returned(nested)
-	sd.logf("deliver %s from %s to %#x: %s", value, from, uint64(id), errClass(err))
+	sd.logf("deliver %s (%T) from %s to %#x: %s", value, response, from, uint64(id), errClass(err))
 	if err != nil && sd.handedOver[value] {
 		sd.violate("Deliver refused %s for %#x (%v), but a receiver got it", value, uint64(id), err)
+	}
+	// The type check, without the model: a response is refused for its
+	// type exactly when its request, live, expects another.
+	if r := sd.receivers[id]; r != nil && sd.idPeer[id] == from {
+		if wrong := !expected(r.expect, response); errors.Is(err, receiver.ErrWrongResponseType) && !wrong {
+			sd.violate("Deliver refused %s (%T) for %#x, which expects %v, as of the wrong type", value, response, uint64(id), r.expect)
+		} else if err == nil && wrong {
+			sd.violate("Deliver accepted %s (%T) for %#x, which expects %v", value, response, uint64(id), r.expect)
+		}
 	}
 	if err == nil {
 		if to, ok := sd.idPeer[id]; !ok || to != from {
@@ -686,10 +703,28 @@ func (s *fuzzSender) request(i int, r receiver.Receiver, soft, timeout time.Dura
 	exits := s.exits
 	var id receiver.RequestID
 	var err error
-	if soft > 0 {
-		id, err = s.offer.RequestSoft(i, fmt.Sprintf("m%d", sd.messages), r, soft, timeout)
-	} else {
-		id, err = s.offer.Request(i, fmt.Sprintf("m%d", sd.messages), r, timeout)
+	// In an extended program every other request declares the type of
+	// its response, through Send: a string, or a fmt.Stringer (which only
+	// a fuzzValue is).
+	var expect reflect.Type
+	if sd.extended {
+		switch sd.messages % 4 {
+		case 0:
+			expect = reflect.TypeFor[string]()
+		case 2:
+			expect = reflect.TypeFor[fmt.Stringer]()
+		}
+	}
+	if fr != nil {
+		fr.expect = expect
+	}
+	switch message := fmt.Sprintf("m%d", sd.messages); {
+	case expect != nil:
+		id, err = s.offer.Send(i, offer.Request{Message: message, Receiver: r, Soft: soft, Timeout: timeout, Expect: expect})
+	case soft > 0:
+		id, err = s.offer.RequestSoft(i, message, r, soft, timeout)
+	default:
+		id, err = s.offer.Request(i, message, r, timeout)
 	}
 	sd.sending = outer
 	sd.logf("s%d request on %d (%s)%s: %#x %s", s.n, i, c.Peer, how, uint64(id), errClass(err))
@@ -741,7 +776,13 @@ type fuzzReceiver struct {
 	outcomes  int
 	outcome   string
 	slows     int
+	expect    reflect.Type // the type its request expects of the response; nil for any
 }
+
+// fuzzValue is a response of another type than the usual string.
+type fuzzValue string
+
+func (v fuzzValue) String() string { return string(v) }
 
 // OnSlow checks promise 19: at most once, before the request's one outcome,
 // never after a withdrawal or for a failed send.
@@ -766,7 +807,16 @@ func (r *fuzzReceiver) OnSlow(id receiver.RequestID, from peer.ID) {
 func (r *fuzzReceiver) OnResponse(id receiver.RequestID, from peer.ID, response any) {
 	sd := r.sd
 	r.record(id, from, fmt.Sprintf("response %v", response))
-	value, _ := response.(string)
+	var value string
+	switch v := response.(type) {
+	case string:
+		value = v
+	case fuzzValue:
+		value = string(v)
+	}
+	if !expected(r.expect, response) {
+		sd.violate("%#x, which expects %v, answered with %v (%T)", uint64(id), r.expect, response, response)
+	}
 	sd.handedOver[value] = true
 	if want, ok := sd.accepted[id]; (ok && want != value) || sd.valueFor[value] != id {
 		sd.violate("%#x answered with %v, which was delivered for %#x", uint64(id), response, uint64(sd.valueFor[value]))
@@ -923,15 +973,15 @@ var errClasses = []struct {
 	name string
 	err  error
 }{
-	{"stopped", ErrStopped}, {"nil peer", ErrNilPeer}, {"bad channels", ErrBadChannels},
-	{"already connected", ErrAlreadyConnected}, {"unknown peer", ErrUnknownPeer},
-	{"nil sender", ErrNilSender}, {"too many senders", ErrTooManySenders},
-	{"expired", ErrOfferExpired}, {"no such channel", ErrNoSuchChannel}, {"channel used", ErrChannelUsed},
-	{"size exceeded", ErrSizeExceeded}, {"peer gone", ErrPeerGone}, {"peer at its limit", ErrPeerAtLimit},
-	{"unknown class", ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"bad wants", ErrBadWants}, {"nil receiver", ErrNilReceiver},
-	{"bad timeout", ErrBadTimeout}, {"too many requests", ErrTooManyRequests},
-	{"unknown request", ErrUnknownRequest}, {"wrong peer", ErrWrongPeer},
-	{"duplicate", ErrDuplicateResponse}, {"late", ErrLateResponse},
+	{"stopped", ErrStopped}, {"nil peer", peer.ErrNilPeer}, {"bad channels", peer.ErrBadChannels},
+	{"already connected", peer.ErrAlreadyConnected}, {"unknown peer", peer.ErrUnknownPeer},
+	{"nil sender", offer.ErrNilSender}, {"too many senders", offer.ErrTooManySenders},
+	{"expired", offer.ErrExpired}, {"no such channel", offer.ErrNoSuchChannel}, {"channel used", offer.ErrChannelUsed},
+	{"size exceeded", offer.ErrSizeExceeded}, {"peer gone", offer.ErrPeerGone}, {"peer at its limit", offer.ErrPeerAtLimit},
+	{"unknown class", limit.ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"bad wants", ErrBadWants}, {"nil receiver", receiver.ErrNilReceiver},
+	{"bad timeout", receiver.ErrBadTimeout}, {"too many requests", receiver.ErrTooManyRequests},
+	{"unknown request", receiver.ErrUnknownRequest}, {"wrong peer", receiver.ErrWrongPeer},
+	{"duplicate", receiver.ErrDuplicateResponse}, {"late", receiver.ErrLateResponse}, {"wrong type", receiver.ErrWrongResponseType},
 	{"send panicked", ErrSendPanicked}, {"refused", errRefused},
 }
 

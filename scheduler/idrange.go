@@ -11,7 +11,7 @@ import "fmt"
 func requestIDConfig(cfg Config) (maxRequests int, err error) {
 	r := cfg.RequestIDs
 	if err := r.Validate(); err != nil {
-		return 0, fmt.Errorf("%w: RequestIDs: %w", ErrBadConfig, err)
+		return 0, fmt.Errorf("%w: RequestIDs: %w", ErrBadConfig, withoutPrefix(err))
 	}
 	if r.IsZero() {
 		return cfg.MaxRequests, nil

@@ -64,7 +64,7 @@ func TestPromise20_RangeIsCheckedAgainstTheCap(t *testing.T) {
 // TestPromise20_CapDefaultsToTheRangeSize: with a range smaller than
 // DefaultMaxRequests and no MaxRequests, the cap is the range's size, so
 // every ID may be outstanding at once and the next request gets
-// ErrTooManyRequests, not a shared ID.
+// receiver.ErrTooManyRequests, not a shared ID.
 func TestPromise20_CapDefaultsToTheRangeSize(t *testing.T) {
 	inBubble(t, Config{RequestIDs: receiver.IDRange{Lo: 40, Hi: 43}}, func(w *world) {
 		w.connect("A", 5)
@@ -79,8 +79,8 @@ func TestPromise20_CapDefaultsToTheRangeSize(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, errs, 5)
 		require.NoError(t, errors.Join(errs[:3]...))
-		require.ErrorIs(t, errs[3], ErrTooManyRequests)
-		require.ErrorIs(t, errs[4], ErrTooManyRequests)
+		require.ErrorIs(t, errs[3], receiver.ErrTooManyRequests)
+		require.ErrorIs(t, errs[4], receiver.ErrTooManyRequests)
 		require.Equal(t, []receiver.RequestID{40, 41, 42}, ids[:3])
 	})
 }
@@ -160,7 +160,7 @@ func TestPromise20_ResponsesToAReusedIDNeverCompleteTheWrongRequest(t *testing.T
 		x := sendOneTo(w, "A", first, time.Second)
 		w.advance(time.Second)
 		require.Equal(t, []string{"failure from A: timeout"}, first.of(x))
-		require.ErrorIs(t, w.s.Deliver("A", x, "A's late answer"), ErrLateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", x, "A's late answer"), receiver.ErrLateResponse)
 
 		// The other ID, then x again: the cursor has wrapped.
 		other := newOutcomes()
@@ -171,15 +171,15 @@ func TestPromise20_ResponsesToAReusedIDNeverCompleteTheWrongRequest(t *testing.T
 		reused := sendOneTo(w, "B", second, time.Minute)
 		require.Equal(t, x, reused, "the range has two IDs: x comes back")
 
-		require.ErrorIs(t, w.s.Deliver("A", x, "A's late answer"), ErrWrongPeer)
-		require.ErrorIs(t, w.s.Deliver("C", x, "C's spoof"), ErrWrongPeer)
+		require.ErrorIs(t, w.s.Deliver("A", x, "A's late answer"), receiver.ErrWrongPeer)
+		require.ErrorIs(t, w.s.Deliver("C", x, "C's spoof"), receiver.ErrWrongPeer)
 		require.Empty(t, second.of(x), "neither reached the new request")
 		require.Equal(t, []string{"failure from A: timeout"}, first.of(x), "nor the old one again")
 		require.Equal(t, 1, w.s.Stats().RequestsInFlight)
 
 		require.NoError(t, w.s.Deliver("B", x, "B's answer"))
 		require.Equal(t, []string{"response from B: B's answer"}, second.of(x))
-		require.ErrorIs(t, w.s.Deliver("B", x, "B again"), ErrDuplicateResponse)
+		require.ErrorIs(t, w.s.Deliver("B", x, "B again"), receiver.ErrDuplicateResponse)
 		require.Equal(t, []string{"failure from A: timeout"}, first.of(x))
 		st := w.s.Stats()
 		require.Equal(t, uint64(1), st.Late)

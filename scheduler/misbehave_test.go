@@ -140,13 +140,13 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				// The ID of a send the host refused, the ID a notification
 				// carries, and IDs never issued.
 				for _, id := range []receiver.RequestID{receiver.RequestID(refusedID), 0, 1 << 40, receiver.RequestID(refusedID) + 1<<32} {
-					require.ErrorIs(t, w.s.Deliver("A", id, "forged"), ErrUnknownRequest)
+					require.ErrorIs(t, w.s.Deliver("A", id, "forged"), receiver.ErrUnknownRequest)
 				}
 				require.Equal(t, uint64(4), w.s.Stats().Unknown)
 				require.Equal(t, 2, w.usage("A").Open, "nothing was disturbed")
 			},
 			counted: func(st Stats) uint64 { return min(st.Unknown, 1) },
-			log:     wantLog{slog.LevelWarn, "peersched: dropped a response", map[string]string{"from": "A", "reason": ErrUnknownRequest.Error()}},
+			log:     wantLog{slog.LevelWarn, "peersched: dropped a response", map[string]string{"from": "A", "reason": receiver.ErrUnknownRequest.Error()}},
 		},
 		{
 			name: "a peer answers a request sent to another",
@@ -155,13 +155,13 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				rec := newOutcomes()
 				id := requestOn(t, w, rec)
 				w.connect("B", 1)
-				require.ErrorIs(t, w.s.Deliver("B", id, "spoof"), ErrWrongPeer)
+				require.ErrorIs(t, w.s.Deliver("B", id, "spoof"), receiver.ErrWrongPeer)
 				require.Zero(t, rec.total())
 				require.NoError(t, w.s.Deliver("A", id, "real"))
 				require.Equal(t, []string{"response from A: real"}, rec.of(id))
 			},
 			counted: func(st Stats) uint64 { return st.WrongPeer },
-			log:     wantLog{slog.LevelWarn, "peersched: dropped a response", map[string]string{"from": "B", "reason": ErrWrongPeer.Error()}},
+			log:     wantLog{slog.LevelWarn, "peersched: dropped a response", map[string]string{"from": "B", "reason": receiver.ErrWrongPeer.Error()}},
 		},
 		{
 			name: "a peer answers after the deadline",
@@ -169,10 +169,10 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				w.connect("A", 1)
 				id := requestOn(t, w, newOutcomes())
 				w.advance(time.Second)
-				require.ErrorIs(t, w.s.Deliver("A", id, "late"), ErrLateResponse)
+				require.ErrorIs(t, w.s.Deliver("A", id, "late"), receiver.ErrLateResponse)
 			},
 			counted: func(st Stats) uint64 { return st.Late },
-			log:     wantLog{slog.LevelDebug, "peersched: dropped a response", map[string]string{"from": "A", "reason": ErrLateResponse.Error()}},
+			log:     wantLog{slog.LevelDebug, "peersched: dropped a response", map[string]string{"from": "A", "reason": receiver.ErrLateResponse.Error()}},
 		},
 		{
 			name: "a peer answers twice",
@@ -180,10 +180,10 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				w.connect("A", 1)
 				id := requestOn(t, w, newOutcomes())
 				require.NoError(t, w.s.Deliver("A", id, "once"))
-				require.ErrorIs(t, w.s.Deliver("A", id, "twice"), ErrDuplicateResponse)
+				require.ErrorIs(t, w.s.Deliver("A", id, "twice"), receiver.ErrDuplicateResponse)
 			},
 			counted: func(st Stats) uint64 { return st.Duplicate },
-			log:     wantLog{slog.LevelDebug, "peersched: dropped a response", map[string]string{"from": "A", "reason": ErrDuplicateResponse.Error()}},
+			log:     wantLog{slog.LevelDebug, "peersched: dropped a response", map[string]string{"from": "A", "reason": receiver.ErrDuplicateResponse.Error()}},
 		},
 		{
 			name: "a peer refuses a request sent to another",
@@ -192,13 +192,13 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				w.connect("B", 1)
 				rec := newOutcomes()
 				id := requestOn(t, w, rec, "A")
-				require.ErrorIs(t, w.s.Refuse("B", id), ErrWrongPeer)
+				require.ErrorIs(t, w.s.Refuse("B", id), receiver.ErrWrongPeer)
 				require.Zero(t, rec.total())
 				require.NoError(t, w.s.Refuse("A", id))
 				require.Equal(t, []string{"failure from A: refused"}, rec.of(id))
 			},
 			counted: func(st Stats) uint64 { return st.WrongPeer },
-			log:     wantLog{slog.LevelWarn, "peersched: dropped a refusal", map[string]string{"from": "B", "reason": ErrWrongPeer.Error()}},
+			log:     wantLog{slog.LevelWarn, "peersched: dropped a refusal", map[string]string{"from": "B", "reason": receiver.ErrWrongPeer.Error()}},
 		},
 		{
 			name: "a peer refuses a request it answered",
@@ -207,11 +207,11 @@ func TestMisbehavingCallersAndHosts(t *testing.T) {
 				rec := newOutcomes()
 				id := requestOn(t, w, rec)
 				require.NoError(t, w.s.Deliver("A", id, "once"))
-				require.ErrorIs(t, w.s.Refuse("A", id), ErrDuplicateResponse)
+				require.ErrorIs(t, w.s.Refuse("A", id), receiver.ErrDuplicateResponse)
 				require.Equal(t, []string{"response from A: once"}, rec.of(id))
 			},
 			counted: func(st Stats) uint64 { return st.Duplicate },
-			log:     wantLog{slog.LevelDebug, "peersched: dropped a refusal", map[string]string{"from": "A", "reason": ErrDuplicateResponse.Error()}},
+			log:     wantLog{slog.LevelDebug, "peersched: dropped a refusal", map[string]string{"from": "A", "reason": receiver.ErrDuplicateResponse.Error()}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -375,7 +375,7 @@ func TestResponseAtTheDeadlineBeforeTheTimerRunsIsLate(t *testing.T) {
 		w.clock.AfterFunc(time.Second, func() { err = w.s.Deliver("A", id, "at the deadline") })
 		id = requestOn(t, w, rec)
 		w.advance(time.Second)
-		require.ErrorIs(t, err, ErrLateResponse)
+		require.ErrorIs(t, err, receiver.ErrLateResponse)
 		require.Equal(t, []string{"failure from A: timeout"}, rec.of(id))
 	})
 }

@@ -44,6 +44,11 @@ package scheduler
 //     peer disconnects, and a response naming it is unknown. A slot
 //     remembers how the message it served just before its current one
 //     ended; a response to an older request of the slot is late.
+//   - A response to a request that expects a type (offer.Request.Expect)
+//     is dropped and counted if its dynamic type is another (or, for an
+//     interface type, does not implement it), after every other check: the
+//     request stays as it was, live, and a response of the right type
+//     still ends it. Refusals carry no response and are not checked.
 //   - A refusal (Refuse) is checked, counted and held back like a response,
 //     and is the request's one answer: a response or refusal after it is a
 //     duplicate. It ends the request as a response does, with reason
@@ -90,6 +95,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -227,6 +233,7 @@ type mReq struct {
 	slow       slowPhase
 	response   any
 	ended      outcome
+	expect     reflect.Type // the response's type, if it expects one
 }
 
 type slowPhase uint8
@@ -604,16 +611,16 @@ func (m *model) sent(p *mPeer) {
 
 func (m *model) Connect(p peer.Peer, channels int) error {
 	if p == nil {
-		return ErrNilPeer
+		return peer.ErrNilPeer
 	}
 	id := p.ID()
 	switch {
 	case m.stopped:
 		return ErrStopped
 	case channels < 1:
-		return ErrBadChannels
+		return peer.ErrBadChannels
 	case m.peers[id] != nil:
-		return ErrAlreadyConnected
+		return peer.ErrAlreadyConnected
 	}
 	m.peers[id] = &mPeer{p: p, id: id, limit: channels, tieKey: peer.TieKey(m.rankSeed, id)}
 	m.want()
@@ -624,7 +631,7 @@ func (m *model) Connect(p peer.Peer, channels int) error {
 // at least one).
 func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if p == nil {
-		return ErrNilPeer
+		return peer.ErrNilPeer
 	}
 	l, err := opts.NewLimiter()
 	if err != nil {
@@ -636,7 +643,7 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	case m.stopped:
 		return ErrStopped
 	case m.peers[id] != nil:
-		return ErrAlreadyConnected
+		return peer.ErrAlreadyConnected
 	}
 	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peer.TieKey(m.rankSeed, id)}
 	m.want()
@@ -649,7 +656,7 @@ func (m *model) Disconnect(id peer.ID) error {
 	case m.stopped:
 		return ErrStopped
 	case p == nil:
-		return ErrUnknownPeer
+		return peer.ErrUnknownPeer
 	}
 	delete(m.peers, id)
 	p.gone = true
@@ -700,7 +707,7 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 	}
 	switch {
 	case s == nil:
-		return 0, ErrNilSender
+		return 0, offer.ErrNilSender
 	case opts.Bytes < 0 || (m.byteBucket != nil && opts.Bytes > m.budget.ByteBurst):
 		return 0, ErrBadBytes
 	case opts.MinChannels < 0 || opts.MinChannels > m.maxOffer:
@@ -710,9 +717,9 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 	case m.stopped:
 		return 0, ErrStopped
 	case opts.Class != "" && class == 0:
-		return 0, ErrUnknownClass
+		return 0, limit.ErrUnknownClass
 	case len(m.queue) >= m.maxSenders:
-		return 0, ErrTooManySenders
+		return 0, offer.ErrTooManySenders
 	}
 	m.tickets++
 	if !slices.ContainsFunc(m.queue, func(w *mSender) bool { return w.priority == priority }) {
@@ -790,17 +797,17 @@ func (c *modelCarrier) claim(generation uint64, i int) (*mPeer, error) {
 	case c.stopped:
 		return nil, ErrStopped
 	case !c.current(generation):
-		return nil, ErrOfferExpired
+		return nil, offer.ErrExpired
 	case i < 0 || i >= len(o.channels):
-		return nil, ErrNoSuchChannel
+		return nil, offer.ErrNoSuchChannel
 	case o.used[i]:
-		return nil, ErrChannelUsed
+		return nil, offer.ErrChannelUsed
 	case o.sent >= o.size:
-		return nil, ErrSizeExceeded
+		return nil, offer.ErrSizeExceeded
 	case o.channels[i].p.gone:
-		return nil, ErrPeerGone
+		return nil, offer.ErrPeerGone
 	case o.channels[i].p.open() == 0:
-		return nil, ErrPeerAtLimit
+		return nil, offer.ErrPeerAtLimit
 	}
 	o.used[i] = true
 	o.sent++
@@ -817,13 +824,14 @@ func (c *modelCarrier) unclaim(o *mOffer, i int) {
 	(*model)(c).sendEnded(o, false)
 }
 
-func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (receiver.RequestID, error) {
+func (c *modelCarrier) OfferRequest(generation uint64, i int, req offer.Request) (receiver.RequestID, error) {
 	m := (*model)(c)
+	r, soft, timeout, message := req.Receiver, req.Soft, req.Timeout, req.Message
 	if r == nil {
-		return 0, ErrNilReceiver
+		return 0, receiver.ErrNilReceiver
 	}
 	if timeout <= 0 {
-		return 0, ErrBadTimeout
+		return 0, receiver.ErrBadTimeout
 	}
 	p, err := c.claim(generation, i)
 	if err != nil {
@@ -832,14 +840,14 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 	o := c.offer
 	if m.inFlight+m.owed() >= m.maxRequests {
 		c.unclaim(o, i)
-		return 0, ErrTooManyRequests
+		return 0, receiver.ErrTooManyRequests
 	}
 	p.closed++
 	m.sent(p)
 	m.spend(o.bytes)
 	m.book(o.class)
 	q := m.add(r, p)
-	q.class = o.class
+	q.class, q.expect = o.class, req.Expect
 	if soft > 0 {
 		q.soft, q.hard, q.slow = soft, timeout, softArmed
 		q.deadline = m.arm(soft, q)
@@ -877,7 +885,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, message any, r rec
 func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest time.Duration) error {
 	m := (*model)(c)
 	if digest <= 0 {
-		return ErrBadTimeout
+		return receiver.ErrBadTimeout
 	}
 	p, err := c.claim(generation, i)
 	if err != nil {
@@ -1047,20 +1055,23 @@ func (m *model) answer(from peer.ID, id receiver.RequestID, how outcome, respons
 	var err error
 	switch {
 	case reused:
-		err = ErrLateResponse
+		err = receiver.ErrLateResponse
 		m.st.Late++
 	case q == nil || q.note || q.ended == unsentMsg:
-		err = ErrUnknownRequest
+		err = receiver.ErrUnknownRequest
 		m.st.Unknown++
 	case q.ended == answered || q.held == answered || q.ended == refused || q.held == refused:
-		err = ErrDuplicateResponse
+		err = receiver.ErrDuplicateResponse
 		m.st.Duplicate++
 	case q.ended != none || q.held != none:
-		err = ErrLateResponse
+		err = receiver.ErrLateResponse
 		m.st.Late++
 	case q.to.id != from:
-		err = ErrWrongPeer
+		err = receiver.ErrWrongPeer
 		m.st.WrongPeer++
+	case how == answered && !expected(q.expect, response):
+		err = receiver.ErrWrongResponseType
+		m.st.WrongType++
 	}
 	switch {
 	case err != nil:
@@ -1079,6 +1090,19 @@ func (m *model) answer(from peer.ID, id receiver.RequestID, how outcome, respons
 	}
 	m.after(ended)
 	return err
+}
+
+// expected reports whether response is of the type want, or implements
+// it if it is an interface type; a nil want takes anything.
+func expected(want reflect.Type, response any) bool {
+	if want == nil {
+		return true
+	}
+	got := reflect.TypeOf(response)
+	if want.Kind() == reflect.Interface {
+		return got != nil && got.Implements(want)
+	}
+	return got == want
 }
 
 // observe shows how q ended to its peer: its smoothed RTT, and its limiter.

@@ -16,7 +16,7 @@ import (
 // offers are made one at a time and the channels listed in an open offer can
 // only be closed through that offer, or vanish with their peer, or close
 // because their peer's limit fell (a send on one then fails with
-// ErrPeerAtLimit). Closing one
+// offer.ErrPeerAtLimit). Closing one
 // offer and opening the next share one acquisition of offersMu: that is one
 // lock round trip fewer on every request's path.
 func (s *Scheduler) makeOffers() (more bool) {
@@ -163,14 +163,14 @@ func (s *Scheduler) claim(generation uint64, i int) (offer.Channel, peer.Peer, e
 	if p == nil {
 		s.book.Finish(generation, i, false)
 		s.offersMu.Unlock()
-		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerGone, ch.Peer)
+		return offer.Channel{}, nil, fmt.Errorf("%w: %q", offer.ErrPeerGone, ch.Peer)
 	}
 	if open == 0 {
 		// The peer's limit fell after the offer was made, and took the
 		// channel with it.
 		s.book.Finish(generation, i, false)
 		s.offersMu.Unlock()
-		return offer.Channel{}, nil, fmt.Errorf("%w: %q", ErrPeerAtLimit, ch.Peer)
+		return offer.Channel{}, nil, fmt.Errorf("%w: %q", offer.ErrPeerAtLimit, ch.Peer)
 	}
 	s.sending.Add(1)
 	return ch, p, nil
@@ -194,13 +194,14 @@ func (s *Scheduler) sendSettled() {
 	}
 }
 
-func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver.Receiver, soft, timeout time.Duration) (receiver.RequestID, error) {
+func (c *carrier) OfferRequest(generation uint64, i int, req offer.Request) (receiver.RequestID, error) {
 	s := (*Scheduler)(c)
+	r, soft, timeout := req.Receiver, req.Soft, req.Timeout
 	if r == nil {
-		return 0, ErrNilReceiver
+		return 0, receiver.ErrNilReceiver
 	}
 	if timeout <= 0 {
-		return 0, fmt.Errorf("%w: %v", ErrBadTimeout, timeout)
+		return 0, fmt.Errorf("%w: %v", receiver.ErrBadTimeout, timeout)
 	}
 	ch, p, err := s.claim(generation, i)
 	if err != nil {
@@ -214,7 +215,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 		s.finishSendLocked(generation, i, false)
 		s.offersMu.Unlock()
 		s.sendSettled()
-		return 0, ErrTooManyRequests
+		return 0, receiver.ErrTooManyRequests
 	}
 	s.pool.Close(ref)
 	bytes := s.spendLocked()
@@ -226,6 +227,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 	} else {
 		id = s.table.Add(r, ref, now, timeout, receiver.Terms{Class: class})
 	}
+	s.table.Expect(id, req.Expect)
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
@@ -241,7 +243,7 @@ func (c *carrier) OfferRequest(generation uint64, i int, message any, r receiver
 			s.sendSettled()
 		}
 	}()
-	err = s.hostSend(p, uint64(id), message)
+	err = s.hostSend(p, uint64(id), req.Message)
 	returned = true
 	if err != nil {
 		s.undoRequest(generation, i, id, bytes)
@@ -314,7 +316,7 @@ func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID,
 func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time.Duration) error {
 	s := (*Scheduler)(c)
 	if digest <= 0 {
-		return fmt.Errorf("%w: %v", ErrBadTimeout, digest)
+		return fmt.Errorf("%w: %v", receiver.ErrBadTimeout, digest)
 	}
 	ch, p, err := s.claim(generation, i)
 	if err != nil {
@@ -381,9 +383,11 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 }
 
 // sendFailed reports, as a warning, a send the host refused (or panicked
-// on), and returns the error the sender gets.
+// on), and returns the error the sender gets: the host's error, named
+// after the peer, under this package's prefix, once even if the host's
+// error has it already (a panic's does).
 func (s *Scheduler) sendFailed(to peer.ID, err error) error {
-	err = fmt.Errorf("peersched: send to %q: %w", to, err)
+	err = fmt.Errorf("peersched: send to %q: %w", to, withoutPrefix(err))
 	s.log.Warn("peersched: host send failed", "peer", string(to), "error", err.Error())
 	return err
 }

@@ -107,11 +107,11 @@ func TestPromise02_OneAnswerPerRequest(t *testing.T) {
 		shutdown := send("C", time.Second)
 
 		require.NoError(t, w.s.Deliver("A", answered, "yes"))
-		require.ErrorIs(t, w.s.Deliver("A", answered, "again"), ErrDuplicateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", answered, "again"), receiver.ErrDuplicateResponse)
 		w.advance(100 * time.Millisecond)
-		require.ErrorIs(t, w.s.Deliver("A", timedOut, "too late"), ErrLateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", timedOut, "too late"), receiver.ErrLateResponse)
 		require.NoError(t, w.s.Disconnect("B"))
-		require.ErrorIs(t, w.s.Deliver("B", disconnected, "after disconnect"), ErrLateResponse)
+		require.ErrorIs(t, w.s.Deliver("B", disconnected, "after disconnect"), receiver.ErrLateResponse)
 		require.True(t, w.s.WithdrawReceiver(withdrawn))
 		require.NoError(t, w.s.Deliver("C", withdrawn, "nobody listens"))
 		w.s.Stop()
@@ -208,7 +208,7 @@ func TestPromise04_FairOffers(t *testing.T) {
 				// Beyond the offer's size: refused.
 				if o.Len() > 1 {
 					_, err = o.Request(1, name, rec, time.Minute)
-					require.ErrorIs(t, err, ErrSizeExceeded)
+					require.ErrorIs(t, err, offer.ErrSizeExceeded)
 				}
 			}}
 		}
@@ -340,7 +340,7 @@ func TestPromise04_NoSenderHoldsChannelsItDidNotSendOn(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, w.usage("A").Open, "the channel it did not use is open again")
 		_, err = kept.Request(1, "later", newOutcomes(), time.Minute)
-		require.ErrorIs(t, err, ErrOfferExpired, "an offer cannot be used after its callback")
+		require.ErrorIs(t, err, offer.ErrExpired, "an offer cannot be used after its callback")
 		require.Zero(t, kept.Len())
 		next := &script{}
 		_, err = w.s.Schedule(next, 0)
@@ -455,7 +455,7 @@ func TestPromise06_ReentrancyFromEveryCallback(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, w.s.Connect(&hostPeer{id: "C"}, 1))
 			require.NoError(t, w.s.Disconnect("A"))
-			require.ErrorIs(t, w.s.Deliver("B", id, "dup"), ErrDuplicateResponse)
+			require.ErrorIs(t, w.s.Deliver("B", id, "dup"), receiver.ErrDuplicateResponse)
 			w.s.Stop()
 			steps = append(steps, "stop returned")
 		}}
@@ -549,23 +549,23 @@ func TestPromise08_ResponsesAreBoundToTheirRequest(t *testing.T) {
 		}
 		toA, lateA, toB := ids[0], ids[1], ids[2]
 
-		require.ErrorIs(t, w.s.Deliver("B", toA, "spoof"), ErrWrongPeer)
-		require.ErrorIs(t, w.s.Deliver("nobody", toA, "spoof"), ErrWrongPeer)
-		require.ErrorIs(t, w.s.Deliver("A", toA+1<<40, "forged"), ErrUnknownRequest)
-		require.ErrorIs(t, w.s.Deliver("A", 0, "zero"), ErrUnknownRequest)
-		require.ErrorIs(t, w.s.Deliver("A", 999999, "never issued"), ErrUnknownRequest)
+		require.ErrorIs(t, w.s.Deliver("B", toA, "spoof"), receiver.ErrWrongPeer)
+		require.ErrorIs(t, w.s.Deliver("nobody", toA, "spoof"), receiver.ErrWrongPeer)
+		require.ErrorIs(t, w.s.Deliver("A", toA+1<<40, "forged"), receiver.ErrUnknownRequest)
+		require.ErrorIs(t, w.s.Deliver("A", 0, "zero"), receiver.ErrUnknownRequest)
+		require.ErrorIs(t, w.s.Deliver("A", 999999, "never issued"), receiver.ErrUnknownRequest)
 		require.Zero(t, rec.total(), "nothing reached a receiver")
 		require.Equal(t, 3, w.s.Stats().RequestsInFlight)
 
 		require.NoError(t, w.s.Deliver("A", toA, "right"))
-		require.ErrorIs(t, w.s.Deliver("A", toA, "again"), ErrDuplicateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", toA, "again"), receiver.ErrDuplicateResponse)
 
 		// A response at its deadline is late, even though the timer, held
 		// back here, has not run yet.
 		w.holdTimers()
 		w.advance(time.Second)
 		require.Empty(t, rec.of(lateA), "the timer has not run")
-		require.ErrorIs(t, w.s.Deliver("A", lateA, "late"), ErrLateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", lateA, "late"), receiver.ErrLateResponse)
 		require.Equal(t, []string{"failure from A: timeout"}, rec.of(lateA))
 		require.Equal(t, []string{"failure from B: timeout"}, rec.of(toB), "B's request expired in the same step")
 		require.Equal(t, []string{"response from A: right"}, rec.of(toA))
@@ -605,7 +605,7 @@ func TestPromise09_DisconnectFailsOnlyThatPeersRequestsAtOnce(t *testing.T) {
 			require.Empty(t, rec.of(id))
 		}
 		require.Equal(t, 50, w.s.Stats().RequestsInFlight)
-		require.ErrorIs(t, w.s.Disconnect("A"), ErrUnknownPeer)
+		require.ErrorIs(t, w.s.Disconnect("A"), peer.ErrUnknownPeer)
 	})
 }
 
@@ -761,7 +761,7 @@ func TestPromise11_WithdrawingARunningOfferExpiresItAtOnce(t *testing.T) {
 		require.Zero(t, w.s.Stats().SendersWaiting)
 		close(release)
 		w.settle()
-		require.ErrorIs(t, sendErr, ErrOfferExpired, "the withdrawal expired the offer at once")
+		require.ErrorIs(t, sendErr, offer.ErrExpired, "the withdrawal expired the offer at once")
 		require.Equal(t, 1, w.usage("A").Open)
 		require.Empty(t, w.peers["A"].sends())
 		w.connect("B", 1)
@@ -780,13 +780,13 @@ func TestPromise12_BadInputGetsAClearErrorAndChangesNothing(t *testing.T) {
 	inBubble(t, Config{}, func(w *world) {
 		w.connect("A", 2)
 		before := w.s.Stats()
-		require.ErrorIs(t, w.s.Connect(nil, 1), ErrNilPeer)
-		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "B"}, 0), ErrBadChannels)
-		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "B"}, -1), ErrBadChannels)
-		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "A"}, 1), ErrAlreadyConnected)
-		require.ErrorIs(t, w.s.Disconnect("nobody"), ErrUnknownPeer)
+		require.ErrorIs(t, w.s.Connect(nil, 1), peer.ErrNilPeer)
+		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "B"}, 0), peer.ErrBadChannels)
+		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "B"}, -1), peer.ErrBadChannels)
+		require.ErrorIs(t, w.s.Connect(&hostPeer{id: "A"}, 1), peer.ErrAlreadyConnected)
+		require.ErrorIs(t, w.s.Disconnect("nobody"), peer.ErrUnknownPeer)
 		_, err := w.s.Schedule(nil, 0)
-		require.ErrorIs(t, err, ErrNilSender)
+		require.ErrorIs(t, err, offer.ErrNilSender)
 		require.Equal(t, before, w.s.Stats())
 
 		var errs []error
@@ -816,7 +816,7 @@ func TestPromise12_BadInputGetsAClearErrorAndChangesNothing(t *testing.T) {
 		errs = append(errs, err)
 		_, err = offer.Offer{}.Request(0, "x", newOutcomes(), time.Second)
 		errs = append(errs, err)
-		want := []error{ErrNilReceiver, ErrBadTimeout, ErrBadTimeout, ErrBadTimeout, ErrNoSuchChannel, ErrNoSuchChannel, ErrChannelUsed, ErrOfferExpired, ErrOfferExpired}
+		want := []error{receiver.ErrNilReceiver, receiver.ErrBadTimeout, receiver.ErrBadTimeout, receiver.ErrBadTimeout, offer.ErrNoSuchChannel, offer.ErrNoSuchChannel, offer.ErrChannelUsed, offer.ErrExpired, offer.ErrExpired}
 		require.Len(t, errs, len(want))
 		for i := range want {
 			require.ErrorIs(t, errs[i], want[i], "case %d", i)
@@ -830,7 +830,7 @@ func TestPromise12_BadInputGetsAClearErrorAndChangesNothing(t *testing.T) {
 			for i := range o.Len() {
 				if c, _ := o.Channel(i); c.Peer == "B" {
 					_, e := o.Request(i, "x", newOutcomes(), time.Second)
-					require.ErrorIs(t, e, ErrPeerGone)
+					require.ErrorIs(t, e, offer.ErrPeerGone)
 				}
 			}
 		}}, 0)
@@ -910,7 +910,7 @@ func TestPromise14_BoundedMemory(t *testing.T) {
 		_, err = w.s.Schedule(&script{}, 0)
 		require.NoError(t, err)
 		_, err = w.s.Schedule(&script{}, 0)
-		require.ErrorIs(t, err, ErrTooManySenders)
+		require.ErrorIs(t, err, offer.ErrTooManySenders)
 		require.Equal(t, 2, w.s.Stats().SendersWaiting)
 		w.s.Stop()
 	})
@@ -926,8 +926,8 @@ func TestPromise14_BoundedMemory(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, errs, 5)
 		require.NoError(t, errors.Join(errs[:3]...))
-		require.ErrorIs(t, errs[3], ErrTooManyRequests)
-		require.ErrorIs(t, errs[4], ErrTooManyRequests)
+		require.ErrorIs(t, errs[3], receiver.ErrTooManyRequests)
+		require.ErrorIs(t, errs[4], receiver.ErrTooManyRequests)
 		st := w.s.Stats()
 		require.Equal(t, 3, st.RequestsInFlight)
 		require.Equal(t, 2, st.ChannelsOpen, "a refused request leaves its channel open")
@@ -1051,8 +1051,8 @@ func TestPromise15_PerPeerLimits(t *testing.T) {
 		require.Equal(t, 5, w.usage("W").Limit)
 		before := w.s.Stats()
 		err := w.s.ConnectWith(&hostPeer{id: "X"}, peer.Options{Bounds: limit.Bounds{Min: 2, Start: 1, Max: 8}})
-		require.ErrorIs(t, err, ErrBadBounds)
-		require.ErrorIs(t, w.s.ConnectWith(nil, peer.Options{}), ErrNilPeer)
+		require.ErrorIs(t, err, limit.ErrBadBounds)
+		require.ErrorIs(t, w.s.ConnectWith(nil, peer.Options{}), peer.ErrNilPeer)
 		require.Equal(t, before, w.s.Stats())
 	})
 }
@@ -1164,7 +1164,7 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 			for i := range o.Len() {
 				id, err := o.Request(i, "x", rec, time.Second)
 				if err != nil {
-					require.ErrorIs(t, err, ErrSizeExceeded)
+					require.ErrorIs(t, err, offer.ErrSizeExceeded)
 					continue
 				}
 				ids = append(ids, id)
@@ -1308,7 +1308,7 @@ func TestPromise16_BytesPerSecond(t *testing.T) {
 					id, err := o.Request(i, bytes, rec, time.Hour)
 					if err != nil {
 						if !errors.Is(err, errRefused) {
-							require.ErrorIs(t, err, ErrSizeExceeded)
+							require.ErrorIs(t, err, offer.ErrSizeExceeded)
 						}
 						return
 					}
@@ -1394,7 +1394,7 @@ func TestPromise16_BytesPerSecond(t *testing.T) {
 		}
 		require.Equal(t, before, w.s.Stats())
 		_, err := w.s.ScheduleWith(nil, 0, offer.Options{Bytes: -1})
-		require.ErrorIs(t, err, ErrNilSender, "a nil sender is the first thing checked")
+		require.ErrorIs(t, err, offer.ErrNilSender, "a nil sender is the first thing checked")
 	})
 
 	// Without a byte rate a size is not used: any size that is not
@@ -1520,7 +1520,7 @@ func TestPromise17_ClassBooking(t *testing.T) {
 	inBubble(t, Config{Classes: classes}, func(w *world) {
 		before := w.s.Stats()
 		_, err := w.s.ScheduleWith(&script{}, 0, offer.Options{Class: "nope"})
-		require.ErrorIs(t, err, ErrUnknownClass)
+		require.ErrorIs(t, err, limit.ErrUnknownClass)
 		require.Equal(t, before, w.s.Stats())
 	})
 	_, err := New(Config{Classes: []limit.Class{{Name: "a", Limit: 1, Parent: "b"}}})
@@ -1529,7 +1529,7 @@ func TestPromise17_ClassBooking(t *testing.T) {
 	s, err := New(Config{})
 	require.NoError(t, err)
 	_, err = s.ScheduleWith(&script{}, 0, offer.Options{Class: "any"})
-	require.ErrorIs(t, err, ErrUnknownClass, "no classes are declared")
+	require.ErrorIs(t, err, limit.ErrUnknownClass, "no classes are declared")
 	s.Stop()
 }
 
@@ -1716,12 +1716,17 @@ func TestPromise19_TwoPhaseDeadlines(t *testing.T) {
 				_, err := o.RequestSoft(0, "x", newOutcomes(), d[0], d[1])
 				errs = append(errs, err)
 			}
+			// Send takes a Soft of 0 as none, and refuses the others.
+			for _, d := range [][2]time.Duration{{0, 0}, {-soft, hard}, {hard, hard}, {2 * hard, hard}, {soft, 0}} {
+				_, err := o.Send(0, offer.Request{Message: "x", Receiver: newOutcomes(), Soft: d[0], Timeout: d[1]})
+				errs = append(errs, err)
+			}
 		}}
 		_, err := w.s.Schedule(snd, 0)
 		require.NoError(t, err)
-		require.Len(t, errs, 4)
+		require.Len(t, errs, 9)
 		for _, err := range errs {
-			require.ErrorIs(t, err, ErrBadTimeout)
+			require.ErrorIs(t, err, receiver.ErrBadTimeout)
 		}
 		require.Equal(t, 1, w.s.Stats().ChannelsOpen)
 	})

@@ -102,24 +102,24 @@ func TestRefuseDropsWhatDeliverDrops(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, notified)
 
-		require.ErrorIs(t, w.s.Refuse("B", refused), ErrWrongPeer)
-		require.ErrorIs(t, w.s.Refuse("nobody", refused), ErrWrongPeer)
+		require.ErrorIs(t, w.s.Refuse("B", refused), receiver.ErrWrongPeer)
+		require.ErrorIs(t, w.s.Refuse("nobody", refused), receiver.ErrWrongPeer)
 		for _, id := range []receiver.RequestID{0, refused + 1<<40, 999999, refused + 1<<32} {
-			require.ErrorIs(t, w.s.Refuse("A", id), ErrUnknownRequest, "id %#x", uint64(id))
+			require.ErrorIs(t, w.s.Refuse("A", id), receiver.ErrUnknownRequest, "id %#x", uint64(id))
 		}
 		require.Zero(t, rec.total(), "nothing reached a receiver")
 		require.Equal(t, 3, w.s.Stats().RequestsInFlight)
 
 		require.NoError(t, w.s.Refuse("A", refused))
-		require.ErrorIs(t, w.s.Refuse("A", refused), ErrDuplicateResponse)
-		require.ErrorIs(t, w.s.Deliver("A", refused, "after all"), ErrDuplicateResponse)
+		require.ErrorIs(t, w.s.Refuse("A", refused), receiver.ErrDuplicateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", refused, "after all"), receiver.ErrDuplicateResponse)
 		require.NoError(t, w.s.Deliver("A", answered, "yes"))
-		require.ErrorIs(t, w.s.Refuse("A", answered), ErrDuplicateResponse)
+		require.ErrorIs(t, w.s.Refuse("A", answered), receiver.ErrDuplicateResponse)
 
 		// At its deadline a refusal is late, even before the timer runs.
 		w.holdTimers()
 		w.advance(time.Second)
-		require.ErrorIs(t, w.s.Refuse("A", expiring), ErrLateResponse)
+		require.ErrorIs(t, w.s.Refuse("A", expiring), receiver.ErrLateResponse)
 
 		require.Equal(t, []string{"failure from A: refused"}, rec.of(refused))
 		require.Equal(t, []string{"response from A: yes"}, rec.of(answered))
@@ -177,7 +177,7 @@ func TestRefuseWhileTheHostSends(t *testing.T) {
 				} else {
 					require.Equal(t, []string{"failure from A: refused"}, rec.of(ids[0]))
 					require.Equal(t, uint64(1), st.Refused)
-					require.ErrorIs(t, w.s.Refuse("A", ids[0]), ErrDuplicateResponse)
+					require.ErrorIs(t, w.s.Refuse("A", ids[0]), receiver.ErrDuplicateResponse)
 				}
 				require.Zero(t, st.RequestsInFlight)
 				require.Equal(t, 1, w.usage("A").Open)

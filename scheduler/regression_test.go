@@ -95,7 +95,7 @@ func TestRegression_ResponseToARequestEndedWhileSendingIsLate(t *testing.T) {
 		require.Len(t, ids, 2)
 		require.Len(t, delivered, 3)
 		for i, err := range delivered {
-			require.ErrorIs(t, err, ErrLateResponse, "response %d", i)
+			require.ErrorIs(t, err, receiver.ErrLateResponse, "response %d", i)
 		}
 		require.Equal(t, []string{"failure from A: disconnected"}, rec.of(ids[0]))
 		require.Equal(t, []string{"failure from A: timeout"}, rec.of(ids[1]))
@@ -160,11 +160,11 @@ func TestRegression_LateResponseAfterTheSlotIsReusedIsLate(t *testing.T) {
 		require.NoError(t, w.s.Deliver("A", answered, "ok"))
 		requestOn(t, w, newOutcomes()) // and the slot moves on again
 
-		require.ErrorIs(t, w.s.Deliver("A", old, "late"), ErrLateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", old, "late"), receiver.ErrLateResponse)
 		// The slot remembers how the request it served just before its
 		// current one ended: a second answer to that one is a duplicate.
-		require.ErrorIs(t, w.s.Deliver("A", answered, "again"), ErrDuplicateResponse)
-		require.ErrorIs(t, w.s.Deliver("A", answered+2<<32, "never issued"), ErrUnknownRequest)
+		require.ErrorIs(t, w.s.Deliver("A", answered, "again"), receiver.ErrDuplicateResponse)
+		require.ErrorIs(t, w.s.Deliver("A", answered+2<<32, "never issued"), receiver.ErrUnknownRequest)
 		st := w.s.Stats()
 		require.Equal(t, uint64(1), st.Late)
 		require.Equal(t, uint64(1), st.Duplicate)

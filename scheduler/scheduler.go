@@ -10,10 +10,13 @@
 // goroutine at any time, including from inside any callback (a sender's, a
 // receiver's, or the host's Peer.Send). What a caller can rely on:
 //
-//   - No method waits for user code, except Shutdown, which says so. A method
-//     changes the scheduler's state before it returns (a sender is queued or
-//     withdrawn, a response is accepted or dropped, a peer is gone) and queues
-//     the callbacks that follow; it never deadlocks, whoever calls it.
+//   - No method waits for user code, except Shutdown and Call, which say so.
+//     A method changes the scheduler's state before it returns (a sender is
+//     queued or withdrawn, a response is accepted or dropped, a peer is
+//     gone) and queues the callbacks that follow; it never deadlocks,
+//     whoever calls it. Call, which sends one request and waits for its
+//     answer (under a context.Context), must not be called inside a
+//     callback: it would wait for itself until its context ends.
 //   - Callbacks never run while the scheduler holds a lock.
 //   - Callbacks run one at a time, in the order they were queued: sender and
 //     receiver callbacks never run concurrently with each other or with one
@@ -137,10 +140,10 @@ type Config struct {
 	// means silence.
 	Logger *slog.Logger
 	// MaxSenders caps the number of waiting senders; Schedule beyond it fails
-	// with ErrTooManySenders. 0 means DefaultMaxSenders.
+	// with offer.ErrTooManySenders. 0 means DefaultMaxSenders.
 	MaxSenders int
 	// MaxRequests caps the number of requests in flight; a send beyond it
-	// fails with ErrTooManyRequests. 0 means DefaultMaxRequests.
+	// fails with receiver.ErrTooManyRequests. 0 means DefaultMaxRequests.
 	MaxRequests int
 	// MaxOfferChannels caps how many channels one offer lists (N), the
 	// best first. 0 means DefaultMaxOfferChannels. An offer costs more the
@@ -272,7 +275,7 @@ type Scheduler struct {
 type requestCounts struct {
 	sent, succeeded, timedOut, refused, disconnected, shutdown uint64
 	withdrawnEnded                                             uint64
-	late, unknown, wrongPeer, duplicate                        uint64
+	late, unknown, wrongPeer, duplicate, wrongType             uint64
 }
 
 // Lock ranks: offers before requests, and the callback queue last.
@@ -381,11 +384,12 @@ func (s *Scheduler) now() time.Duration {
 
 // Connect adds a peer with a fixed limit of the given number of channels, all
 // open, and offers them to waiting senders. It fails, changing nothing, with
-// ErrNilPeer, ErrBadChannels, ErrAlreadyConnected (a peer with the same ID is
-// connected) or ErrStopped.
+// peer.ErrNilPeer, peer.ErrBadChannels, peer.ErrTooManyChannels,
+// peer.ErrAlreadyConnected (a peer with the same ID is connected) or
+// ErrStopped.
 func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 	if p == nil {
-		return ErrNilPeer
+		return peer.ErrNilPeer
 	}
 	return s.connect(p, func(id peer.ID) (peer.Ref, error) { return s.pool.Connect(p, id, channels) })
 }
@@ -406,11 +410,11 @@ func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 // peer's channels stay closed as their messages end, until it is within its
 // limit. PeerUsage reports each peer's current limit.
 //
-// It fails, changing nothing, with ErrNilPeer, ErrBadBounds,
-// ErrAlreadyConnected or ErrStopped.
+// It fails, changing nothing, with peer.ErrNilPeer, limit.ErrBadBounds,
+// peer.ErrAlreadyConnected or ErrStopped.
 func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if p == nil {
-		return ErrNilPeer
+		return peer.ErrNilPeer
 	}
 	l, err := opts.NewLimiter()
 	if err != nil {
@@ -432,7 +436,7 @@ func (s *Scheduler) connect(p peer.Peer, add func(peer.ID) (peer.Ref, error)) er
 	ref, err := add(id)
 	if err != nil {
 		s.offersMu.Unlock()
-		return fmt.Errorf("connect %q: %w", id, err)
+		return fmt.Errorf("%w: %q", err, id)
 	}
 	s.requestsMu.Lock()
 	s.table.Register(ref, id)
@@ -444,7 +448,7 @@ func (s *Scheduler) connect(p peer.Peer, add func(peer.ID) (peer.Ref, error)) er
 
 // Disconnect removes the peer named id. Its pending requests fail at once
 // with reason Disconnected, at a cost proportional to their number; its
-// channels are never offered again. It fails with ErrUnknownPeer or
+// channels are never offered again. It fails with peer.ErrUnknownPeer or
 // ErrStopped.
 func (s *Scheduler) Disconnect(id peer.ID) error {
 	s.offersMu.Lock()
@@ -455,7 +459,7 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	ref, err := s.pool.Disconnect(id)
 	if err != nil {
 		s.offersMu.Unlock()
-		return fmt.Errorf("disconnect %q: %w", id, err)
+		return fmt.Errorf("%w: %q", err, id)
 	}
 	s.requestsMu.Lock()
 	s.finished = s.table.FailPeer(ref, s.finished[:0])
@@ -476,8 +480,8 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 // or higher priority and ahead of those of lower priority (which a higher
 // priority passes only so often: see Config.PassOverLimit), and returns a
 // ticket to withdraw it with. snd may be offered channels before Schedule
-// returns. It fails, changing nothing, with ErrNilSender, ErrTooManySenders or
-// ErrStopped.
+// returns. It fails, changing nothing, with offer.ErrNilSender,
+// offer.ErrTooManySenders or ErrStopped.
 func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, error) {
 	return s.ScheduleWith(snd, priority, offer.Options{})
 }
@@ -493,14 +497,14 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 // do the senders behind it (see Budget). A sender with wants is offered
 // only the channels it wants, and only when at least MinChannels of them
 // are open; until then it is passed over, keeping its place. It fails,
-// changing nothing, with ErrNilSender, ErrBadBytes (a negative size, or
-// one above the byte budget's ByteBurst), ErrBadWants (a negative
+// changing nothing, with offer.ErrNilSender, ErrBadBytes (a negative size,
+// or one above the byte budget's ByteBurst), ErrBadWants (a negative
 // MinChannels, one above MaxOfferChannels, or every Only peer avoided),
-// ErrStopped, ErrUnknownClass (a class not declared in Config.Classes) or
-// ErrTooManySenders.
+// ErrStopped, limit.ErrUnknownClass (a class not declared in
+// Config.Classes) or offer.ErrTooManySenders.
 func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error) {
 	if snd == nil {
-		return 0, ErrNilSender
+		return 0, offer.ErrNilSender
 	}
 	if err := s.budget.checkBytes(opts.Bytes); err != nil {
 		return 0, err
@@ -523,7 +527,7 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 	}
 	if s.queue.Len() >= s.maxSenders {
 		s.offersMu.Unlock()
-		return 0, ErrTooManySenders
+		return 0, offer.ErrTooManySenders
 	}
 	var t offer.Ticket
 	if classed {
@@ -587,7 +591,7 @@ func (s *Scheduler) Reoffer(t offer.Ticket) bool {
 // offered channels again nor discarded, and if an offer to it is open, that
 // offer expires at once, so no send through it can begin any more. (An offer
 // made just before the withdrawal may still reach OnOffer just after it,
-// already expired: Len 0, every send failing with ErrOfferExpired.) It
+// already expired: Len 0, every send failing with offer.ErrExpired.) It
 // returns false, changing nothing, if the sender had already left: by a send
 // that succeeded, by discard, or by an earlier withdrawal.
 //
@@ -631,10 +635,13 @@ func (s *Scheduler) WithdrawReceiver(id receiver.RequestID) bool {
 // request id. It never runs user code (unless callbacks are inline): the
 // receiver is called later, on the callback goroutine. The response is
 // accepted only from the peer the request was sent to, only once, and only
-// before the request's deadline; then the request's receiver gets it and the
-// channel reopens. Otherwise it is dropped, counted, and Deliver returns why:
-// ErrUnknownRequest, ErrWrongPeer, ErrDuplicateResponse, ErrLateResponse, or
-// ErrStopped.
+// before the request's deadline, and, if the request expects a type
+// (offer.Request.Expect), only of that type; then the request's receiver
+// gets it and the channel reopens. Otherwise it is dropped, counted, and
+// Deliver returns why: receiver.ErrUnknownRequest, receiver.ErrWrongPeer,
+// receiver.ErrDuplicateResponse, receiver.ErrLateResponse,
+// receiver.ErrWrongResponseType (the request stays live: its right
+// response may still come), or ErrStopped.
 func (s *Scheduler) Deliver(from peer.ID, id receiver.RequestID, response any) error {
 	return s.answer(from, id, response, false)
 }
@@ -782,7 +789,7 @@ func (s *Scheduler) countEndLocked(f *receiver.Finished) {
 // silent logger costs nothing.
 func (s *Scheduler) logDropped(from peer.ID, id receiver.RequestID, refusal bool, err error) {
 	level := slog.LevelDebug
-	if errors.Is(err, ErrUnknownRequest) || errors.Is(err, ErrWrongPeer) {
+	if errors.Is(err, receiver.ErrUnknownRequest) || errors.Is(err, receiver.ErrWrongPeer) || errors.Is(err, receiver.ErrWrongResponseType) {
 		level = slog.LevelWarn
 	}
 	if ctx := context.Background(); s.log.Enabled(ctx, level) {
@@ -798,12 +805,14 @@ func (s *Scheduler) logDropped(from peer.ID, id receiver.RequestID, refusal bool
 // requestsMu.
 func (s *Scheduler) countDroppedLocked(err error) {
 	switch {
-	case errors.Is(err, ErrLateResponse):
+	case errors.Is(err, receiver.ErrLateResponse):
 		s.counts.late++
-	case errors.Is(err, ErrWrongPeer):
+	case errors.Is(err, receiver.ErrWrongPeer):
 		s.counts.wrongPeer++
-	case errors.Is(err, ErrDuplicateResponse):
+	case errors.Is(err, receiver.ErrDuplicateResponse):
 		s.counts.duplicate++
+	case errors.Is(err, receiver.ErrWrongResponseType):
+		s.counts.wrongType++
 	default:
 		s.counts.unknown++
 	}

@@ -31,6 +31,7 @@ type Stats struct {
 	Unknown       uint64
 	WrongPeer     uint64
 	Duplicate     uint64
+	WrongType     uint64 // of a type other than the request expects (offer.Request.Expect)
 	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks and host sends
 	Stopped       bool
 }
@@ -62,6 +63,7 @@ func (s *Scheduler) Stats() Stats {
 		Unknown:          c.unknown,
 		WrongPeer:        c.wrongPeer,
 		Duplicate:        c.duplicate,
+		WrongType:        c.wrongType,
 		PanicsHandled:    s.panics.Load(),
 		Stopped:          s.stopped,
 	}

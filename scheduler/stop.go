@@ -41,7 +41,20 @@ func (s *Scheduler) Stop() {
 // host send that Stop caused or found running has finished, no timer callback
 // of the scheduler is running, and the scheduler's own goroutine has exited:
 // from then on none of the scheduler's code runs. It returns nil then, or
-// ctx's error if ctx ends first (the shutdown goes on regardless).
+// ctx's error if ctx ends first; the shutdown goes on regardless, and a
+// second Shutdown waits for it again.
+//
+// It is used as http.Server.Shutdown is: once it is called the scheduler
+// takes no new work (every method that would add some fails with
+// ErrStopped, as a server's Serve returns ErrServerClosed, and a waiting
+// Call returns ErrStopped), it cannot be restarted, and a program should
+// wait for Shutdown to return before it exits. One difference: a server's
+// Shutdown lets active requests finish, while Stop fails every request in
+// flight at once with receiver.Shutdown; what Shutdown waits for is the
+// callbacks that tell their receivers. A component that wants its
+// requests answered first stops sending and waits for them (for
+// Stats().RequestsInFlight to fall, or for its receivers) before it shuts
+// the scheduler down.
 //
 // Shutdown waits for user code, so it must not be called from code that the
 // scheduler is waiting for: a callback, the host's Send, or anything they

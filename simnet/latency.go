@@ -132,3 +132,58 @@ func (l Latency) String() string {
 	}
 	return fmt.Sprintf("latency(kind %d)", l.kind)
 }
+
+// Above is the probability that a sample of l exceeds d: the
+// distribution's survival function, stragglers included, computed from
+// its parameters rather than by sampling (Sample's rounding to the
+// nanosecond aside). It is what a bound on a tail needs: for example, if
+// at most a share s of requests may be sent twice, at least Above(d) − s of
+// them are answered no sooner than d.
+func (l Latency) Above(d time.Duration) float64 {
+	switch {
+	case d < 0:
+		return 1
+	case d >= MaxLatency:
+		return 0
+	}
+	p := l.above(float64(d))
+	if l.straggle > 0 {
+		p = (1-l.straggle)*p + l.straggle*l.above(float64(d)/l.factor)
+	}
+	return p
+}
+
+// above is Above for l's kind without stragglers, at x nanoseconds.
+func (l Latency) above(x float64) float64 {
+	switch l.kind {
+	case uniform:
+		// Samples are the hi−lo+1 whole nanoseconds of [lo, hi].
+		n := float64(l.hi-l.lo) + 1
+		return min(max((float64(l.hi)-math.Floor(x))/n, 0), 1)
+	case logNormal:
+		if l.sigma > 0 && x > 0 {
+			z := math.Log(x/float64(l.lo)) / l.sigma
+			return math.Erfc(z/math.Sqrt2) / 2
+		}
+	}
+	// Fixed, or a log-normal with no spread, or x <= 0: all samples equal lo.
+	if x < float64(l.lo) {
+		return 1
+	}
+	return 0
+}
+
+// Percentile is the smallest delay d with Above(d) <= 1 − p: the share p of
+// samples take at most d. p must be in [0, 1].
+func (l Latency) Percentile(p float64) time.Duration {
+	lo, hi := time.Duration(0), MaxLatency // Above(hi) == 0 <= 1 − p always
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if l.Above(mid) <= 1-p {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}

@@ -43,7 +43,7 @@ func TestRefusalsReachTheHost(t *testing.T) {
 		if name == "scheduler" && s.Stats().Unknown != 1 {
 			t.Errorf("the scheduler did not see the refusal of an unknown request: %+v", s.Stats())
 		}
-		if err := host.Refuse("p00", 42); !errors.Is(err, scheduler.ErrUnknownRequest) {
+		if err := host.Refuse("p00", 42); !errors.Is(err, receiver.ErrUnknownRequest) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -136,8 +136,8 @@ func writeReport(w io.Writer, r result) {
 	fmt.Fprintf(w, "  asked again  %s objects (%s missing, %s corrupt, the rest in failed requests)\n",
 		commas(r.Retries), commas(r.Missing), commas(r.Corrupt))
 	d := r.Dropped
-	fmt.Fprintf(w, "  dropped      %s duplicate, %s late, %s spoofed (%s wrong peer, %s unknown ID) responses\n",
-		commas(d.Duplicate), commas(d.Late), commas(d.Spoofed), commas(d.WrongPeer), commas(d.Unknown))
+	fmt.Fprintf(w, "  dropped      %s duplicate, %s late, %s of the wrong type, %s spoofed (%s wrong peer, %s unknown ID) responses\n",
+		commas(d.Duplicate), commas(d.Late), commas(d.WrongType), commas(d.Spoofed), commas(d.WrongPeer), commas(d.Unknown))
 	if r.Bound > 0 {
 		fmt.Fprintf(w, "  utilisation  %.0f%% of %d peers x %d channels x %d objects / %s mean RTT = %s objects/s\n",
 			100*r.Utilised, r.PeerCount, r.Channels, r.Batch, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))
