@@ -56,6 +56,15 @@ type Sender interface {
 
 // Options are a sender's terms beyond its priority, for the scheduler's
 // ScheduleWith. The zero Options are those of Schedule.
+//
+// Avoid, Only and MinChannels are the sender's wants: which channels it may
+// be offered. An offer lists only the open channels to peers in Only (to
+// any peer if Only is empty) that are not in Avoid, best first as always,
+// and goes to the sender only when at least MinChannels of them (at least
+// one) are open; until then the sender is passed over, keeping its place,
+// and it is offered channels as soon as enough open. A sender does better
+// to say what it wants here than to decline offers: a sender that declines
+// is parked (see Sender).
 type Options struct {
 	// Class names the class the sender's messages book (declared in the
 	// scheduler's Config.Classes): each request or notification it sends
@@ -82,15 +91,6 @@ type Options struct {
 	// A negative size, or one larger than the budget's ByteBurst (which the
 	// budget could never pay), is refused by ScheduleWith.
 	Bytes int64
-
-	// The sender's wants: which channels it may be offered. An offer lists
-	// only the open channels to peers in Only (to any peer if Only is
-	// empty) that are not in Avoid, best first as always, and goes to the
-	// sender only when at least MinChannels of them (at least one) are
-	// open; until then the sender is passed over, keeping its place, and
-	// is offered channels as soon as enough open. A sender does better
-	// to say what it wants here than to decline offers: a sender that
-	// declines is parked (see Sender).
 
 	// Avoid lists peers whose channels the sender is never offered: a retry
 	// or a hedge that must not go back to the peer that was slow or
