@@ -76,7 +76,7 @@ func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
 		}
 		s.releaseLocked(f.Terms)
 		if !f.Notification {
-			s.countEndLocked(&f)
+			s.countEndLocked(&f, now)
 			s.callbacksMu.Lock()
 			s.oweLocked(&f)
 			s.callbacksMu.Unlock()

@@ -376,3 +376,49 @@ func ExampleScheduler_Call() {
 	// alice echo: hello <nil>
 	// peersched: call to "alice": refused true false
 }
+
+// Per-peer counters and response times: alice answers one request after
+// 3ms, bob lets one time out. A mock clock and inline callbacks make the
+// times exact and every callback finish within the call that caused it.
+func ExampleScheduler_PeerStats() {
+	mock := clock.NewMock()
+	s, err := scheduler.New(scheduler.Config{Clock: mock, InlineCallbacks: true})
+	if err != nil {
+		panic(err)
+	}
+	defer s.Shutdown(context.Background())
+	alice, bob := &wire{id: "alice"}, &wire{id: "bob"}
+	for _, w := range []*wire{alice, bob} {
+		if err := s.Connect(w, 1); err != nil {
+			panic(err)
+		}
+	}
+	// One sender takes both channels: a request to each.
+	_, err = s.Schedule(senderFunc(func(o offer.Offer) {
+		for i := range o.Len() {
+			o.Request(i, "ping", receiver.Funcs{}, time.Second)
+		}
+	}), 0)
+	if err != nil {
+		panic(err)
+	}
+	mock.Add(3 * time.Millisecond)
+	s.Deliver("alice", alice.take()[0].requestID, "pong")
+	// bob answers after his request's deadline: it has timed out (the
+	// deadline is enforced before the response is looked at), and the
+	// response is dropped as late.
+	mock.Add(time.Second)
+	err = s.Deliver("bob", bob.take()[0].requestID, "pong")
+	fmt.Println(err)
+
+	bounds := scheduler.HistogramBounds()
+	for _, ps := range s.PeerStats(nil) {
+		h := ps.ResponseTimes
+		fmt.Printf("%s: sent %d, answered %d, timed out %d, late %d; answered within %v: %d, in all %v\n",
+			ps.ID, ps.Sent, ps.Succeeded, ps.TimedOut, ps.Late, bounds[6], h.Cumulative[6], h.Sum)
+	}
+	// Output:
+	// peersched: late response
+	// alice: sent 1, answered 1, timed out 0, late 0; answered within 4ms: 1, in all 3ms
+	// bob: sent 1, answered 0, timed out 1, late 1; answered within 4ms: 0, in all 0s
+}

@@ -206,6 +206,7 @@ type schedulerAPI interface {
 	Stop()
 	Stats() Stats
 	PeerUsage(dst []peer.Usage) []peer.Usage
+	PeerStats(dst []PeerStats) []PeerStats
 }
 
 // fuzzSide is one of the two runs of a program: the real scheduler or the
@@ -1028,6 +1029,11 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 			MaxRequests: [4]int{0, 0, 2, 4}[in.next()%4],
 			RankSeed:    fuzzRankSeed(data), // the model must know it
 		}
+		// How many departed peers' counters are kept: from the seed, so
+		// that the programs read no more bytes. The default (64) keeps
+		// every one of the five peers a program names; 1 and 2 forget
+		// some.
+		cfg.KeepDepartedPeers = [4]int{0, 1, 2, -1}[cfg.RankSeed>>32%4]
 		// The third byte's low bits cap offers; its next bits set the
 		// pass-over limit: the default (too large for most programs to
 		// reach), 1, 2, or strict priorities.
@@ -1055,6 +1061,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 			t.Fatal(err)
 		}
 		m := newModel(cfg)
+		m.epoch = mock.Now()
 		rs, ms := newFuzzSide("real", s, cfg), newFuzzSide("model", m, cfg)
 		rs.mock, ms.model = mock, m
 		rs.extended, ms.extended = extended, extended
@@ -1092,6 +1099,10 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 			if got, want := sortedUsage(s), sortedUsage(m); !slices.Equal(got, want) {
 				t.Fatalf("step %d (%s): PeerUsage\nreal:  %+v\nmodel: %+v\nlog:\n%s", step, what, got, want, tail(rs.log, 30))
 			}
+			if got, want := s.PeerStats(nil), m.PeerStats(nil); !slices.Equal(got, want) {
+				t.Fatalf("step %d (%s): PeerStats\nreal:  %+v\nmodel: %+v\nlog:\n%s", step, what, got, want, tail(rs.log, 30))
+			}
+			checkCountsAddUp(t, s)
 			if got, want := s.ClassUsage(nil), m.ClassUsage(nil); !slices.Equal(got, want) {
 				t.Fatalf("step %d (%s): ClassUsage\nreal:  %+v\nmodel: %+v\nlog:\n%s", step, what, got, want, tail(rs.log, 30))
 			}
@@ -1234,6 +1245,30 @@ func overspent(at []time.Duration, cost []int64, rate, burst int64) string {
 		}
 	}
 	return ""
+}
+
+// checkCountsAddUp checks that the counters by peer add up to Stats':
+// every peer's that PeerStats lists and those of no peer it lists (peers
+// forgotten, IDs never connected), counter by counter and bucket by
+// bucket.
+func checkCountsAddUp(t *testing.T, s *Scheduler) {
+	t.Helper()
+	// The driver has let the scheduler settle: nothing changes the counts
+	// between these reads.
+	s.offersMu.Lock()
+	sum := s.peers.others.peerStats()
+	s.offersMu.Unlock()
+	for _, ps := range s.PeerStats(nil) {
+		addPeerStats(&sum, &ps)
+	}
+	total := s.Stats()
+	got := [...]uint64{sum.Sent, sum.Notified, sum.SendErrors, sum.Succeeded, sum.TimedOut, sum.Refused, sum.Disconnected,
+		sum.ShutDown, sum.WithdrawnDone, sum.Late, sum.Unknown, sum.WrongPeer, sum.Duplicate}
+	want := [...]uint64{total.Sent, total.Notified, total.SendErrors, total.Succeeded, total.TimedOut, total.Refused, total.Disconnected,
+		total.ShutDown, total.WithdrawnDone, total.Late, total.Unknown, total.WrongPeer, total.Duplicate}
+	if got != want || sum.ResponseTimes != total.ResponseTimes {
+		t.Fatalf("the counters by peer add up to %+v\nStats: %+v", sum, total)
+	}
 }
 
 // checkBalanced checks promise 3: open + closed = channels, for every peer

@@ -90,10 +90,21 @@ package scheduler
 //     refused send included). The next sender offered is the first that
 //     may be, whose class and every ancestor are below their limits; its
 //     offer's size is cut to the least room on that path.
+//   - Counters by peer (PeerStats): every message counts against the peer
+//     it was sent to, by ID, and every dropped response or refusal against
+//     the peer that sent it. A response time is counted for each request
+//     whose receiver got its response: from its send to the response, or
+//     to the return of the host's Send for one that came while it ran.
+//     A peer's counters start when it connects; when it disconnects they
+//     are kept, and go on if it reconnects, until more than
+//     KeepDepartedPeers peers have departed after it: then they are
+//     forgotten, and counts for its ID, like counts for an ID that never
+//     connected, go to no peer.
 
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -144,6 +155,16 @@ type model struct {
 	draining   bool
 
 	st Stats // the counters; the gauges are computed by Stats
+
+	// The counters by peer: kept holds every connected peer's and the
+	// departed ones' still kept, departed names those oldest first, at
+	// most keep of them; others counts the rest. epoch is the real
+	// scheduler's (for PeerStats.Since).
+	kept     map[peer.ID]*PeerStats
+	departed []peer.ID
+	keep     int
+	others   PeerStats
+	epoch    time.Time
 }
 
 type mPeer struct {
@@ -263,7 +284,10 @@ type mDeadline struct {
 
 func newModel(cfg Config) *model {
 	m := &model{maxSenders: cfg.MaxSenders, maxRequests: cfg.MaxRequests, maxOffer: cfg.MaxOfferChannels, peers: map[peer.ID]*mPeer{},
-		offer: &mOffer{}}
+		offer: &mOffer{}, kept: map[peer.ID]*PeerStats{}, keep: max(cfg.KeepDepartedPeers, 0)}
+	if cfg.KeepDepartedPeers == 0 {
+		m.keep = DefaultKeepDepartedPeers
+	}
 	if m.maxSenders == 0 {
 		m.maxSenders = DefaultMaxSenders
 	}
@@ -623,6 +647,7 @@ func (m *model) Connect(p peer.Peer, channels int) error {
 		return peer.ErrAlreadyConnected
 	}
 	m.peers[id] = &mPeer{p: p, id: id, limit: channels, tieKey: peer.TieKey(m.rankSeed, id)}
+	m.peerConnected(id)
 	m.want()
 	return nil
 }
@@ -646,6 +671,7 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 		return peer.ErrAlreadyConnected
 	}
 	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peer.TieKey(m.rankSeed, id)}
+	m.peerConnected(id)
 	m.want()
 	return nil
 }
@@ -672,6 +698,7 @@ func (m *model) Disconnect(id peer.ID) error {
 			m.finish(q, disconnected)
 		}
 	}
+	m.peerDeparted(id)
 	m.after(m.budget.MaxInFlight > 0 || len(m.classes) > 0) // its messages freed budget
 	return nil
 }
@@ -863,11 +890,13 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, req offer.Request)
 		m.refund(o.bytes)
 		c.unclaim(o, i)
 		m.st.SendErrors++
+		m.peerStats(p.id).SendErrors++
 		m.want()
 		return 0, fmt.Errorf("send to %q: %w", p.id, err)
 	}
 	m.sendEnded(o, true)
 	m.st.Sent++
+	m.peerStats(p.id).Sent++
 	q.sending = false
 	switch {
 	case q.held != none:
@@ -904,11 +933,13 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 		m.unbook(o.class)
 		c.unclaim(o, i)
 		m.st.SendErrors++
+		m.peerStats(p.id).SendErrors++
 		m.want()
 		return fmt.Errorf("send to %q: %w", p.id, err)
 	}
 	m.sendEnded(o, true)
 	m.st.Notified++
+	m.peerStats(p.id).Notified++
 	if m.stopped || p.gone {
 		m.endMessage(p)
 		m.unbook(o.class) // it has ended already
@@ -988,12 +1019,17 @@ func (m *model) forget(q *mReq) { m.release(q, unsentMsg) }
 func (m *model) finish(q *mReq, o outcome) {
 	m.release(q, o)
 	r, id, from := q.r, q.id, q.to.id
+	ps := m.peerStats(from)
 	switch {
 	case r == nil:
 		m.st.WithdrawnDone++
+		ps.WithdrawnDone++
 		return
 	case o == answered:
 		m.st.Succeeded++
+		ps.Succeeded++
+		observeModel(&m.st.ResponseTimes, m.now-q.sentAt)
+		observeModel(&ps.ResponseTimes, m.now-q.sentAt)
 		resp := q.response
 		m.pending = append(m.pending, mCallback{f: func() { r.OnResponse(id, from, resp) }, receiver: true})
 		return
@@ -1002,15 +1038,19 @@ func (m *model) finish(q *mReq, o outcome) {
 	switch o {
 	case timedOut:
 		m.st.TimedOut++
+		ps.TimedOut++
 		reason = receiver.Timeout
 	case refused:
 		m.st.Refused++
+		ps.Refused++
 		reason = receiver.Refused
 	case disconnected:
 		m.st.Disconnected++
+		ps.Disconnected++
 		reason = receiver.Disconnected
 	case shutDown:
 		m.st.ShutDown++
+		ps.ShutDown++
 		reason = receiver.Shutdown
 	}
 	m.pending = append(m.pending, mCallback{f: func() { r.OnFailure(id, from, reason) }, receiver: true})
@@ -1053,25 +1093,32 @@ func (m *model) answer(from peer.ID, id receiver.RequestID, how outcome, respons
 	// sent) answers duplicate or late, whoever responds: duplicate if the
 	// peer has answered it already, with a response or a refusal.
 	var err error
+	ps := m.peerStats(from) // a dropped answer counts against its sender
 	switch {
 	case reused:
 		err = receiver.ErrLateResponse
 		m.st.Late++
+		ps.Late++
 	case q == nil || q.note || q.ended == unsentMsg:
 		err = receiver.ErrUnknownRequest
 		m.st.Unknown++
+		ps.Unknown++
 	case q.ended == answered || q.held == answered || q.ended == refused || q.held == refused:
 		err = receiver.ErrDuplicateResponse
 		m.st.Duplicate++
+		ps.Duplicate++
 	case q.ended != none || q.held != none:
 		err = receiver.ErrLateResponse
 		m.st.Late++
+		ps.Late++
 	case q.to.id != from:
 		err = receiver.ErrWrongPeer
 		m.st.WrongPeer++
+		ps.WrongPeer++
 	case how == answered && !expected(q.expect, response):
 		err = receiver.ErrWrongResponseType
 		m.st.WrongType++
+		ps.WrongType++
 	}
 	switch {
 	case err != nil:
@@ -1305,4 +1352,81 @@ func (m *model) PeerUsage(dst []peer.Usage) []peer.Usage {
 		dst = append(dst, peer.Usage{ID: p.id, Channels: p.open() + p.closed, Open: p.open(), Closed: p.closed, Limit: p.limit, RTT: p.rtt})
 	}
 	return dst
+}
+
+// --- counters by peer ---
+
+// peerStats returns the counters of the peer named id: its own, if kept,
+// or the others'.
+func (m *model) peerStats(id peer.ID) *PeerStats {
+	if ps := m.kept[id]; ps != nil {
+		return ps
+	}
+	return &m.others
+}
+
+// peerConnected gives the peer named id, just connected, its counters: the
+// ones it had, if kept, or new ones.
+func (m *model) peerConnected(id peer.ID) {
+	if ps := m.kept[id]; ps != nil {
+		m.departed = slices.DeleteFunc(m.departed, func(d peer.ID) bool { return d == id })
+		ps.Connected = true
+		return
+	}
+	m.kept[id] = &PeerStats{ID: id, Connected: true, Since: m.epoch.Add(m.now)}
+}
+
+// peerDeparted keeps the counters of the peer named id, just disconnected,
+// and forgets the oldest kept ones beyond m.keep, adding them to the
+// others'.
+func (m *model) peerDeparted(id peer.ID) {
+	m.kept[id].Connected = false
+	m.departed = append(m.departed, id)
+	for len(m.departed) > m.keep {
+		old := m.kept[m.departed[0]]
+		m.departed = m.departed[1:]
+		delete(m.kept, old.ID)
+		addPeerStats(&m.others, old)
+	}
+}
+
+func (m *model) PeerStats(dst []PeerStats) []PeerStats {
+	for _, id := range slices.Sorted(maps.Keys(m.kept)) {
+		dst = append(dst, *m.kept[id])
+	}
+	return dst
+}
+
+// observeModel counts a response time in h the slow way: in every bucket
+// whose bound is at least d.
+func observeModel(h *Histogram, d time.Duration) {
+	for i, bound := range HistogramBounds() {
+		if d <= bound {
+			h.Cumulative[i]++
+		}
+	}
+	h.Count++
+	h.Sum += d
+}
+
+// addPeerStats adds src's counters to dst's.
+func addPeerStats(dst, src *PeerStats) {
+	dst.Sent += src.Sent
+	dst.Notified += src.Notified
+	dst.SendErrors += src.SendErrors
+	dst.Succeeded += src.Succeeded
+	dst.TimedOut += src.TimedOut
+	dst.Refused += src.Refused
+	dst.Disconnected += src.Disconnected
+	dst.ShutDown += src.ShutDown
+	dst.WithdrawnDone += src.WithdrawnDone
+	dst.Late += src.Late
+	dst.Unknown += src.Unknown
+	dst.WrongPeer += src.WrongPeer
+	dst.Duplicate += src.Duplicate
+	for i := range dst.ResponseTimes.Cumulative {
+		dst.ResponseTimes.Cumulative[i] += src.ResponseTimes.Cumulative[i]
+	}
+	dst.ResponseTimes.Count += src.ResponseTimes.Count
+	dst.ResponseTimes.Sum += src.ResponseTimes.Sum
 }

@@ -239,14 +239,14 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offer.Request) (rec
 		if !returned {
 			s.goexitInSend.Store(generation)
 			s.userCodeDidNotReturn("peer send", nil)
-			s.undoRequest(generation, i, id, bytes)
+			s.undoRequest(generation, i, id, bytes, ch)
 			s.sendSettled()
 		}
 	}()
 	err = s.hostSend(p, uint64(id), req.Message)
 	returned = true
 	if err != nil {
-		s.undoRequest(generation, i, id, bytes)
+		s.undoRequest(generation, i, id, bytes, ch)
 		s.sendSettled()
 		err = s.sendFailed(ch.Peer, err)
 		s.wantOffers()
@@ -255,8 +255,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offer.Request) (rec
 
 	s.offersMu.Lock()
 	s.finishSendLocked(generation, i, true)
-	s.requestsMu.Lock()
 	s.counts.sent++
+	s.peers.of(ref, ch.Peer).sent++
+	s.requestsMu.Lock()
 	reopened := false
 	f, ended := s.table.Sent(id)
 	if ended {
@@ -268,7 +269,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offer.Request) (rec
 		// disconnected peer's channel is gone and stays gone.)
 		f.PeerID = ch.Peer
 		s.releaseLocked(f.Terms)
-		s.countEndLocked(&f)
+		// An answer that came while the send ran is taken now: its
+		// response time ends here.
+		s.countEndLocked(&f, s.now())
 		s.callbacksMu.Lock()
 		s.oweLocked(&f)
 		s.callbacksMu.Unlock()
@@ -296,10 +299,10 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offer.Request) (rec
 	return id, nil
 }
 
-// undoRequest takes back a request whose host send failed: it never
+// undoRequest takes back a request on ch whose host send failed: it never
 // existed, its channel is open again, and the budget has its token and
 // bytes back.
-func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID, bytes int64) {
+func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID, bytes int64, ch offer.Channel) {
 	s.offersMu.Lock()
 	s.requestsMu.Lock()
 	if f, ok := s.table.Unsend(id); ok {
@@ -308,7 +311,7 @@ func (s *Scheduler) undoRequest(generation uint64, i int, id receiver.RequestID,
 	}
 	s.refundLocked(bytes)
 	s.finishSendLocked(generation, i, false)
-	s.sendErrors++
+	s.countSendErrorLocked(ch)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
 }
@@ -334,7 +337,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		s.refundLocked(bytes)
 		s.releaseLocked(terms)
 		s.finishSendLocked(generation, i, false)
-		s.sendErrors++
+		s.countSendErrorLocked(ch)
 		s.offersMu.Unlock()
 		s.sendSettled()
 	}
@@ -360,7 +363,8 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	// never leaves one behind.
 	s.offersMu.Lock()
 	s.finishSendLocked(generation, i, true)
-	s.notified++
+	s.counts.notified++
+	s.peers.of(ref, ch.Peer).notified++
 	s.requestsMu.Lock()
 	stopped := s.stopped
 	recorded := false
@@ -380,6 +384,13 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		s.wantOffers()
 	}
 	return nil
+}
+
+// countSendErrorLocked counts a send on ch that the host refused. Caller
+// holds offersMu.
+func (s *Scheduler) countSendErrorLocked(ch offer.Channel) {
+	s.counts.sendErrors++
+	s.peers.of(ch.Ref(), ch.Peer).sendErrors++
 }
 
 // sendFailed reports, as a warning, a send the host refused (or panicked

@@ -86,6 +86,15 @@
 // alike, therefore start on different peers; left at 0, the seed is drawn
 // at random by New, so that nodes differ by default.
 //
+// # Metrics
+//
+// Stats is a consistent snapshot of the whole scheduler, and PeerStats one
+// of each peer's counters, departed peers' included for a while (see
+// Config.KeepDepartedPeers); both count response times in a Histogram of
+// fixed buckets. Counting costs a few increments per request, under a lock
+// the scheduler holds anyway. The module
+// github.com/peersched/peersched/promexport exposes them to Prometheus.
+//
 // # Locks
 //
 // Two locks guard the state, and are always taken in this order: the offers
@@ -194,6 +203,13 @@ type Config struct {
 	// perhaps a parent, whose limit caps it and its siblings together.
 	// None by default.
 	Classes []limit.Class
+	// KeepDepartedPeers is how many disconnected peers' counters
+	// PeerStats keeps reporting, the most recently departed: a peer that
+	// reconnects while its counters are kept goes on counting from them,
+	// so that its exported counters never go down. Beyond it the oldest
+	// are forgotten, and count only in Stats' totals. 0 means
+	// DefaultKeepDepartedPeers; a negative value keeps none.
+	KeepDepartedPeers int
 }
 
 // Scheduler is the message scheduler. Create one with New; the zero value is
@@ -246,9 +262,12 @@ type Scheduler struct {
 	bookingErrors uint64
 	choices       []peer.Choice // scratch for building offers
 	opened        []peer.ID     // scratch for waking the senders set aside
-	notified      uint64
-	sendErrors    uint64
-	stopped       bool // also guarded by requestsMu: set while holding both
+	// counts counts every message and response; peers counts them by peer,
+	// adding up to counts (see peerstats.go). Every event they count holds
+	// this lock, and most hold requestsMu too.
+	counts  messageCounts
+	peers   peerRecords
+	stopped bool // also guarded by requestsMu: set while holding both
 
 	requestsMu lockorder.Mutex
 	// The following fields are guarded by requestsMu.
@@ -259,7 +278,6 @@ type Scheduler struct {
 	tokenDue   bool                // senders wait for the rate's next token, due at tokenAt
 	tokenAt    time.Duration       // the timer is armed for it too
 	finished   []receiver.Finished // scratch for disconnects
-	counts     requestCounts
 
 	callbacksMu lockorder.Mutex
 	// The following fields are guarded by callbacksMu.
@@ -270,12 +288,6 @@ type Scheduler struct {
 	quiet          chan struct{}
 	quietClosed    bool            // quiet is closed: stopped, and nothing runs any more
 	idleWaiters    []chan struct{} // closed when the drainer next has nothing to do; see whenIdle
-}
-
-type requestCounts struct {
-	sent, succeeded, timedOut, refused, disconnected, shutdown uint64
-	withdrawnEnded                                             uint64
-	late, unknown, wrongPeer, duplicate, wrongType             uint64
 }
 
 // Lock ranks: offers before requests, and the callback queue last.
@@ -341,6 +353,12 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	if s.maxOffer == 0 {
 		s.maxOffer = DefaultMaxOfferChannels
+	}
+	switch {
+	case cfg.KeepDepartedPeers == 0:
+		s.peers.keep = DefaultKeepDepartedPeers
+	case cfg.KeepDepartedPeers > 0:
+		s.peers.keep = cfg.KeepDepartedPeers
 	}
 	s.rankSeed = cfg.RankSeed
 	for s.rankSeed == 0 {
@@ -438,6 +456,7 @@ func (s *Scheduler) connect(p peer.Peer, add func(peer.ID) (peer.Ref, error)) er
 		s.offersMu.Unlock()
 		return fmt.Errorf("%w: %q", err, id)
 	}
+	s.peers.connected(ref, id, s.now())
 	s.requestsMu.Lock()
 	s.table.Register(ref, id)
 	s.requestsMu.Unlock()
@@ -470,6 +489,7 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 		*f = receiver.Finished{}
 	}
 	s.callbacksMu.Unlock()
+	s.peers.disconnected(ref) // after counting its failed requests
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
 	s.afterReopening(s.gated) // the peer's messages freed budget
@@ -692,7 +712,7 @@ func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, re
 		f, ended, err = s.table.Respond(id, from, response)
 	}
 	if err != nil {
-		s.countDroppedLocked(err)
+		s.countDroppedLocked(from, err)
 		s.requestsMu.Unlock()
 		s.offersMu.Unlock()
 		s.logDropped(from, id, refused, err)
@@ -700,7 +720,7 @@ func (s *Scheduler) answer(from peer.ID, id receiver.RequestID, response any, re
 		return err
 	}
 	if ended {
-		s.countEndLocked(&f)
+		s.countEndLocked(&f, now)
 		s.releaseLocked(f.Terms)
 		outcome := limit.Answered
 		if f.Reason == receiver.Refused {
@@ -759,27 +779,25 @@ func (s *Scheduler) oweLocked(f *receiver.Finished) {
 func (s *Scheduler) settleEndedLocked(f *receiver.Finished) {
 	s.releaseLocked(f.Terms)
 	if !f.Notification {
-		s.countEndLocked(f)
+		s.countEndLocked(f, 0) // no answer: its time is not read
 		s.oweLocked(f)
 	}
 }
 
-// countEndLocked counts how a request ended. Caller holds requestsMu.
-func (s *Scheduler) countEndLocked(f *receiver.Finished) {
-	switch {
-	case f.Receiver == nil:
-		s.counts.withdrawnEnded++
-	case f.Answered():
-		s.counts.succeeded++
-	case f.Reason == receiver.Timeout:
-		s.counts.timedOut++
-	case f.Reason == receiver.Refused:
-		s.counts.refused++
-	case f.Reason == receiver.Disconnected:
-		s.counts.disconnected++
-	case f.Reason == receiver.Shutdown:
-		s.counts.shutdown++
+// countEndLocked counts how request f ended at now, in all and for its
+// peer. now is read only for an answered request, for its response time.
+// Caller holds offersMu.
+func (s *Scheduler) countEndLocked(f *receiver.Finished, now time.Duration) {
+	peer := s.peers.of(f.Peer, f.PeerID)
+	if f.Receiver != nil && f.Answered() {
+		took := now - f.SentAt
+		bucket := bucketOf(took)
+		s.counts.answered(took, bucket)
+		peer.answered(took, bucket)
+		return
 	}
+	s.counts.failed(f)
+	peer.failed(f)
 }
 
 // logDropped reports a response (or a refusal) that Deliver (or Refuse)
@@ -801,19 +819,10 @@ func (s *Scheduler) logDropped(from peer.ID, id receiver.RequestID, refusal bool
 	}
 }
 
-// countDroppedLocked counts a dropped response or refusal. Caller holds
-// requestsMu.
-func (s *Scheduler) countDroppedLocked(err error) {
-	switch {
-	case errors.Is(err, receiver.ErrLateResponse):
-		s.counts.late++
-	case errors.Is(err, receiver.ErrWrongPeer):
-		s.counts.wrongPeer++
-	case errors.Is(err, receiver.ErrDuplicateResponse):
-		s.counts.duplicate++
-	case errors.Is(err, receiver.ErrWrongResponseType):
-		s.counts.wrongType++
-	default:
-		s.counts.unknown++
-	}
+// countDroppedLocked counts a response or refusal from the peer named from
+// that was dropped for err, in all and against that peer. Caller holds
+// offersMu.
+func (s *Scheduler) countDroppedLocked(from peer.ID, err error) {
+	s.counts.dropped(err)
+	s.peers.ofID(from).dropped(err)
 }

@@ -3,7 +3,7 @@ package scheduler
 import "github.com/peersched/peersched/peer"
 
 // Stats is a consistent snapshot of the scheduler: every field was read at
-// the same moment.
+// the same moment. Its counters only grow; PeerStats has them by peer.
 type Stats struct {
 	Peers          int // connected peers
 	ChannelsOpen   int // channels that may carry a message now
@@ -34,6 +34,13 @@ type Stats struct {
 	WrongType     uint64 // of a type other than the request expects (offer.Request.Expect)
 	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks and host sends
 	Stopped       bool
+
+	// ResponseTimes holds, for each request counted in Succeeded, the time
+	// from its send (when the host's Send was called) to its response
+	// (when Deliver accepted it; for a response that came while the
+	// host's Send was still running, when the Send returned). PeerStats
+	// has the same by peer.
+	ResponseTimes Histogram
 }
 
 // Stats returns a snapshot of the scheduler's state and counters.
@@ -51,14 +58,14 @@ func (s *Scheduler) Stats() Stats {
 		SendersParked:    s.queue.Parked(),
 		RequestsInFlight: s.table.Len(),
 		Sent:             c.sent,
-		Notified:         s.notified,
-		SendErrors:       s.sendErrors,
+		Notified:         c.notified,
+		SendErrors:       c.sendErrors,
 		Succeeded:        c.succeeded,
 		TimedOut:         c.timedOut,
 		Refused:          c.refused,
 		Disconnected:     c.disconnected,
 		ShutDown:         c.shutdown,
-		WithdrawnDone:    c.withdrawnEnded,
+		WithdrawnDone:    c.withdrawn,
 		Late:             c.late,
 		Unknown:          c.unknown,
 		WrongPeer:        c.wrongPeer,
@@ -66,6 +73,7 @@ func (s *Scheduler) Stats() Stats {
 		WrongType:        c.wrongType,
 		PanicsHandled:    s.panics.Load(),
 		Stopped:          s.stopped,
+		ResponseTimes:    c.responseTimes.snapshot(),
 	}
 }
 
