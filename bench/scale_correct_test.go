@@ -25,7 +25,7 @@ func TestPeersHarnessKeepsItsRequestsOutstanding(t *testing.T) {
 
 func TestOfferHarnessKeepsItsSendersWaiting(t *testing.T) {
 	const senders = 100
-	sys, err := newOfferSystem(senders)
+	sys, err := newOfferSystem(senders, 0)
 	require.NoError(t, err)
 	defer sys.close()
 	for range 5000 {
@@ -36,6 +36,25 @@ func TestOfferHarnessKeepsItsSendersWaiting(t *testing.T) {
 	require.Equal(t, senders, st.SendersWaiting)
 	require.Equal(t, offerInflight, st.RequestsInFlight)
 	require.Equal(t, uint64(5000), st.Succeeded)
+}
+
+// The decliners of BenchmarkOffer's declining cases wait throughout, each
+// offered channels once before the timing starts, and every op serves the
+// one sender that sends.
+func TestOfferHarnessKeepsItsDeclinersWaiting(t *testing.T) {
+	const declining = 50
+	sys, err := newOfferSystem(0, declining)
+	require.NoError(t, err)
+	defer sys.close()
+	require.Equal(t, int64(declining), sys.declined.Load(), "each decliner declined once while the harness was built")
+	for range 500 {
+		require.NoError(t, sys.step())
+	}
+	require.NoError(t, sys.err())
+	st := sys.s.Stats()
+	require.Equal(t, declining, st.SendersWaiting)
+	require.Equal(t, offerInflight, st.RequestsInFlight)
+	require.Equal(t, uint64(501), st.Succeeded)
 }
 
 type noTimer struct{}

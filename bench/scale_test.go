@@ -2,8 +2,11 @@ package bench
 
 import (
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/peersched/peersched/offer"
 )
 
 // peersInflight is the number of requests outstanding in BenchmarkPeers.
@@ -54,8 +57,11 @@ func BenchmarkPeers(b *testing.B) {
 const offerInflight = 1000
 
 // newOfferSystem fills offerInflight channels and then queues senders more
-// senders, which wait: every channel is busy.
-func newOfferSystem(senders int) (*schedSystem, error) {
+// senders, which wait: every channel is busy. If declining is not 0, it
+// queues that many decliners ahead of them (senders that send nothing when
+// offered channels) and answers one request, so that every decliner has
+// been offered a channel and declined it before the timing starts.
+func newOfferSystem(senders, declining int) (*schedSystem, error) {
 	sys, err := newSchedSystem(schedOptions{
 		inline: true, // what these measure, how costs grow, is the same in both modes;
 		// inline keeps each step synchronous
@@ -70,22 +76,54 @@ func newOfferSystem(senders int) (*schedSystem, error) {
 		sys.close()
 		return nil, err
 	}
+	d := decliner{offers: new(atomic.Int64)}
+	sys.declined = d.offers
+	for range declining {
+		if _, err := sys.s.Schedule(d, 0); err != nil {
+			sys.close()
+			return nil, err
+		}
+	}
 	for range senders {
 		sys.schedule()
 	}
+	if declining > 0 {
+		if err := sys.step(); err != nil {
+			sys.close()
+			return nil, err
+		}
+	}
 	return sys, sys.err()
 }
+
+// decliner is a sender that never has anything to send. It counts the
+// offers it declines; every decliner of a system shares one count.
+type decliner struct{ offers *atomic.Int64 }
+
+func (d decliner) OnOffer(offer.Offer) { d.offers.Add(1) }
+func (decliner) OnDiscard()            {}
 
 // BenchmarkOffer times serving waiting senders: each op answers a request,
 // whose receiver queues a sender at the back, and the reopened channel is
 // offered to the sender at the front, which sends on it. senders wait
 // throughout.
+//
+// The declining=N cases time one channel opening while N senders that have
+// declined wait ahead of the one sender that sends: each op answers a
+// request, whose receiver queues the sender again, and the reopened channel
+// ends with it. What a decliner costs there is what every waiting sender
+// with nothing to do costs each time a channel opens anywhere.
 func BenchmarkOffer(b *testing.B) {
-	for _, senders := range []int{1, 100, 10_000} {
-		name := fmt.Sprintf("senders=%d", senders)
+	type offerCase struct{ senders, declining int }
+	cases := []offerCase{{1, 0}, {100, 0}, {10_000, 0}, {0, 100}, {0, 1000}, {0, 4000}}
+	for _, c := range cases {
+		name := fmt.Sprintf("senders=%d", c.senders)
+		if c.declining > 0 {
+			name = fmt.Sprintf("declining=%d", c.declining)
+		}
 		b.Run(name, func(b *testing.B) {
 			sys := reuse(b, "Offer/"+name, func() (*schedSystem, func()) {
-				sys, err := newOfferSystem(senders)
+				sys, err := newOfferSystem(c.senders, c.declining)
 				if err != nil {
 					b.Fatal(err)
 				}

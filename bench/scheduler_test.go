@@ -39,6 +39,9 @@ type schedSystem struct {
 	timeout time.Duration
 	snd     resender
 	rcv     reschedulingReceiver
+	// declined counts the offers BenchmarkOffer's decliners declined; nil
+	// elsewhere.
+	declined *atomic.Int64
 
 	errMu    sync.Mutex
 	firstErr error // the first error a callback saw; guarded by errMu

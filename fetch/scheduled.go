@@ -89,11 +89,13 @@ func runFetch(ctx context.Context, s *scheduler.Scheduler, cfg Config, started f
 // of itself while work remains. It is also the owner of every request's
 // receiver.
 //
-// A sender that sends nothing stays in the queue and is offered again only
-// after some channel opens. So when work appears while the sender waits
-// having declined (a disconnect fails requests, and no channel opens), the
-// sender is withdrawn and scheduled again, which makes the scheduler offer
-// it the channels that are open now.
+// A sender that sends nothing stays in the queue, parked: it is offered
+// nothing more until it asks again. So when work appears while the sender
+// waits having declined (an answer brings new hashes, a failure puts
+// hashes back), it asks again with the scheduler's Reoffer, keeping its
+// place, and is offered the channels that are open then. Every decline
+// with work waiting leaves a request of the fetch in flight (see OnOffer),
+// whose end brings such a wake-up.
 type bulk struct {
 	*state
 	sched *scheduler.Scheduler
@@ -156,63 +158,51 @@ func newHedgeBudget(cfg Config) *hedge.Budget {
 func (b *bulk) peers() int { return b.sched.Stats().Peers }
 
 // scheduleFromOutside schedules the sender, unless it is in the queue
-// already, from a goroutine that is not running a callback (Run). The offer may come, and other callbacks run, before Schedule
-// returns, so the lock is not held across it, and the ticket is kept only if
-// no offer has replaced the sender in the meantime. A wake-up that needed
-// the ticket meanwhile is carried out here.
+// already, from a goroutine that is not running a callback (Run). The
+// offer may come, and other callbacks run, before Schedule returns, so the
+// lock is not held across it, and the ticket is kept only if no offer has
+// replaced the sender in the meantime. A wake-up that needed the ticket
+// meanwhile (the sender declined, and work came) is carried out here.
 func (b *bulk) scheduleFromOutside() {
-	for {
-		b.mu.Lock()
-		if b.queued || b.finished {
-			// Never twice: a second copy in the queue would make every
-			// offer a fair share of one channel, and outlive the fetch.
-			b.mu.Unlock()
-			return
-		}
-		b.queued, b.declined, b.ticket = true, false, 0
-		b.gen++
-		gen := b.gen
-		b.mu.Unlock()
-
-		t, err := b.sched.Schedule(b, b.cfg.Priority)
-
-		b.mu.Lock()
-		if err != nil {
-			if b.gen == gen {
-				b.queued = false
-			}
-			b.failLocked(fmt.Errorf("cannot schedule the fetch: %w", err))
-			b.mu.Unlock()
-			return
-		}
-		if b.gen != gen {
-			b.mu.Unlock()
-			return // an offer took the sender out and (maybe) scheduled its continuation
-		}
-		b.ticket = t
-		poke := b.poke && b.declined && !b.finished
-		b.poke = false
-		b.mu.Unlock()
-		if !poke || !b.withdrawFromOutside(t) {
-			return
-		}
-	}
-}
-
-// withdrawFromOutside withdraws the sender waiting under ticket t and
-// reports whether it did; then it is no longer queued. Like
-// scheduleFromOutside it runs outside callbacks.
-func (b *bulk) withdrawFromOutside(t offer.Ticket) bool {
-	if !b.sched.WithdrawSender(t) {
-		return false
-	}
 	b.mu.Lock()
-	if b.ticket == t {
-		b.queued, b.ticket = false, 0
-		b.gen++
+	if b.queued || b.finished {
+		// Never twice: a second copy in the queue would make every
+		// offer a fair share of one channel, and outlive the fetch.
+		b.mu.Unlock()
+		return
+	}
+	b.queued, b.declined, b.ticket = true, false, 0
+	b.gen++
+	gen := b.gen
+	b.mu.Unlock()
+
+	t, err := b.sched.Schedule(b, b.cfg.Priority)
+
+	b.mu.Lock()
+	if err != nil {
+		if b.gen == gen {
+			b.queued = false
+		}
+		b.failLocked(fmt.Errorf("cannot schedule the fetch: %w", err))
+		b.mu.Unlock()
+		return
+	}
+	if b.gen != gen {
+		b.mu.Unlock()
+		return // an offer took the sender out and (maybe) scheduled its continuation
+	}
+	b.ticket = t
+	poke := b.poke && b.declined && !b.finished
+	b.poke = false
+	if poke {
+		b.declined = false
 	}
 	b.mu.Unlock()
-	return true
+	if poke {
+		// Not under the lock: with inline callbacks the offer may come,
+		// and take it, before Reoffer returns.
+		b.sched.Reoffer(t)
+	}
 }
 
 // scheduleLocked schedules the sender from inside a callback, where
@@ -245,9 +235,10 @@ func (b *bulk) wakeLocked() {
 		// Not offered yet: the next open channel is for it.
 	case b.ticket == 0:
 		b.poke = true // Run's first Schedule has not returned: it will do this
-	case b.sched.WithdrawSender(b.ticket):
-		b.queued = false
-		b.scheduleLocked()
+	case b.sched.Reoffer(b.ticket):
+		// From inside a callback, Reoffer only queues the offer, so the
+		// lock may be held.
+		b.declined = false
 	}
 }
 

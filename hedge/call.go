@@ -2,6 +2,7 @@ package hedge
 
 import (
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/peersched/peersched/offer"
@@ -114,7 +115,12 @@ func (c *call) hedge() bool {
 	c.sender = s
 	h.mu.Unlock()
 
-	t, err := h.sched.ScheduleWith(s, h.opts.Priority, h.opts.Sender)
+	// The scheduler offers the hedge only channels of other peers: it waits,
+	// keeping its place, while the first request's peer alone has open
+	// channels, and is never asked to turn an offer down.
+	opts := h.opts.Sender
+	opts.Avoid = append(slices.Clip(opts.Avoid), c.origin)
+	t, err := h.sched.ScheduleWith(s, h.opts.Priority, opts)
 
 	h.mu.Lock()
 	if err != nil {

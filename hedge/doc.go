@@ -11,8 +11,10 @@
 // more. At its soft deadline the scheduler reports it slow, and the
 // Hedger, if its Budget allows, schedules a one-shot sender of its own
 // (the hedge) that sends the same message to a channel of any other peer,
-// best first, with the same hard deadline from its own send; while only
-// the slow peer has open channels the hedge waits in the queue. The first
+// best first, with the same hard deadline from its own send. The hedge is
+// scheduled avoiding the slow peer (offer.Options.Avoid), so the scheduler
+// offers it only other peers' channels; while only the slow peer has open
+// channels it waits in the queue, keeping its place. The first
 // answer, from either peer, goes to the request's receiver, and the other
 // request is withdrawn (or the waiting hedge, whose token is refunded). A
 // failure waits for the other request, if one may still answer; when both

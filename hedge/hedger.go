@@ -25,8 +25,9 @@ type Options struct {
 	// Priority is the priority at which a hedge waits in the scheduler's
 	// queue for a channel of another peer.
 	Priority int
-	// Sender holds the class and the message size of the hedges' senders,
-	// as for the scheduler's ScheduleWith. A hedge the scheduler will not
+	// Sender holds the class, the message size and the wants of the
+	// hedges' senders, as for the scheduler's ScheduleWith; each hedge
+	// adds the first request's peer to Avoid. A hedge the scheduler will not
 	// queue (a class it does not know, a size its byte budget refuses, too
 	// many senders waiting, a stop) is not sent, its token is refunded,
 	// and Stats counts it in Unqueued.
@@ -100,8 +101,10 @@ func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver,
 // whose request failed last.
 //
 // A hedge is sent at most once per request, and never to the first
-// request's peer: while only that peer has open channels, the hedge waits,
-// and it is withdrawn (its token refunded) when the first request ends.
+// request's peer (it is scheduled avoiding it): while only that peer has
+// open channels, the hedge waits, and it is withdrawn (its token refunded)
+// when the first request ends. A hedge whose every send the host refuses
+// waits too, parked, until then.
 // If r is a Receiver, it decides whether each slow request is hedged at
 // once and hears of every hedge sent.
 //

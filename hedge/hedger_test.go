@@ -1,12 +1,15 @@
 package hedge_test
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/hedge"
@@ -243,6 +246,58 @@ func TestHostRefusesTheHedge(t *testing.T) {
 		require.NoError(t, w.s.Deliver("C", c.only(t).id, "x"))
 		require.Equal(t, []string{"response from C: x"}, r.of(id))
 		require.Equal(t, uint64(1), w.h.Stats().Hedges)
+	})
+}
+
+// TestHostRefusesEveryHedgeChannel: a hedge whose every send the host
+// refuses sent nothing, and the scheduler parks it: it is not offered the
+// refusing peer's channel again and again. It waits, parked, until its
+// call ends, which withdraws it and refunds its token.
+func TestHostRefusesEveryHedgeChannel(t *testing.T) {
+	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
+		w.connect("A", 1)
+		b := w.connect("B", 1)
+		b.fail = errors.New("link down")
+		r := newOutcomes()
+		id := w.request("A", "get x", r)
+		w.advance(soft)
+		require.Equal(t, 1, w.s.Stats().SendersParked, "its send failed: parked")
+		require.Equal(t, 1, w.h.Stats().Waiting)
+		require.Equal(t, hedge.DefaultBurst-1, w.h.Stats().Tokens)
+		w.connect("C", 1)
+		require.Empty(t, w.peers["C"].sends(), "parked: not offered C either")
+		require.NoError(t, w.s.Deliver("A", w.peers["A"].only(t).id, "x"))
+		require.Equal(t, []string{"response from A: x"}, r.of(id))
+		require.Zero(t, w.s.Stats().SendersWaiting, "the hedge was withdrawn")
+		require.Zero(t, w.h.Stats().Waiting)
+		require.Equal(t, hedge.DefaultBurst, w.h.Stats().Tokens, "its token refunded")
+		require.Zero(t, w.h.Stats().Hedges)
+	})
+}
+
+// TestHedgesAvoidTheFirstPeerAndWhatTheyAreTold: a hedge is scheduled
+// avoiding the first request's peer, besides the peers the Hedger's
+// options avoid.
+func TestHedgesAvoidTheFirstPeerAndWhatTheyAreTold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mock := clock.NewMock()
+		s, err := scheduler.New(scheduler.Config{Clock: mock, InlineCallbacks: true, RankSeed: 1})
+		require.NoError(t, err)
+		h, err := hedge.NewHedger(s, nil, hedge.Options{Sender: offer.Options{Avoid: []peer.ID{"B"}}})
+		require.NoError(t, err)
+		w := &world{t: t, clock: mock, s: s, h: h, peers: map[peer.ID]*host{}}
+		w.connect("A", 1)
+		w.connect("B", 1)
+		r := newOutcomes()
+		w.request("A", "get x", r)
+		w.advance(soft)
+		require.Empty(t, w.peers["B"].sends(), "B is avoided")
+		require.Equal(t, 1, w.h.Stats().Waiting, "only A and B are open: the hedge waits")
+		require.Zero(t, w.s.Stats().SendersParked, "waiting for a channel it wants, not parked")
+		c := w.connect("C", 1)
+		hedged := c.only(t)
+		require.Equal(t, "get x", hedged.message)
+		require.NoError(t, s.Shutdown(context.Background()))
 	})
 }
 

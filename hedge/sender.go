@@ -8,9 +8,13 @@ import (
 )
 
 // sender is a call's hedge waiting in the scheduler's queue: a one-shot
-// sender that puts the call's message on the best offered channel of a
-// peer other than the first request's, and declines offers that list only
-// that peer, keeping its place.
+// sender that puts the call's message on the best offered channel. It is
+// scheduled avoiding the first request's peer (offer.Options.Avoid), so
+// every channel it is offered leads to another peer. If the host refuses
+// every send it tries, it sent nothing and the scheduler parks it; it does
+// not ask again (the same channels would likely fail again, over and over
+// on the callback lane), and it waits, parked, until its call ends and
+// withdraws it, refunding its token.
 type sender struct {
 	c *call
 	// The following fields are guarded by c.h.mu.
@@ -64,7 +68,7 @@ func (s *sender) OnOffer(o offer.Offer) {
 	c.second.live = true // a failure of the first leg now waits for this one
 	h.mu.Unlock()
 
-	id, to, err := sendAvoiding(o, c.origin, offer.Request{Message: c.message, Receiver: &c.second, Timeout: c.hard, Expect: c.expect})
+	id, to, err := sendFirst(o, offer.Request{Message: c.message, Receiver: &c.second, Timeout: c.hard, Expect: c.expect})
 
 	h.mu.Lock()
 	if err == nil {
@@ -85,7 +89,7 @@ func (s *sender) OnOffer(o offer.Offer) {
 		}
 		return
 	}
-	// Nothing sent: back to waiting, in the queue still.
+	// Nothing sent: back to waiting, in the queue still (parked).
 	c.second.live = false
 	s.setLocked(waiting)
 	switch {
@@ -115,18 +119,14 @@ func (s *sender) OnDiscard() {
 	s.refundLocked()
 }
 
-// errNoOtherPeer: the offer lists no channel that a hedge may take.
-var errNoOtherPeer = errors.New("hedge: no channel of another peer")
+// errNoChannel: the offer lists no channel (it expired).
+var errNoChannel = errors.New("hedge: no channel in the offer")
 
-// sendAvoiding sends req on the first channel of o whose peer is not
-// avoid, going on to the next if a send fails, and returns the request's
-// ID and peer.
-func sendAvoiding(o offer.Offer, avoid peer.ID, req offer.Request) (peer.RequestID, peer.ID, error) {
-	err := errNoOtherPeer
+// sendFirst sends req on the first channel of o, going on to the next if
+// a send fails, and returns the request's ID and peer.
+func sendFirst(o offer.Offer, req offer.Request) (peer.RequestID, peer.ID, error) {
+	err := errNoChannel
 	for i, ch := range o.All() {
-		if ch.Peer == avoid {
-			continue
-		}
 		var id peer.RequestID
 		if id, err = o.Send(i, req); err == nil {
 			return id, ch.Peer, nil

@@ -1,7 +1,18 @@
 // Package offer holds the sending side of the scheduler: the Sender a
-// component schedules, with its Options, and the Offer it is handed (a view
-// of up to N open channels of which it may close at most M, the offer's
-// size).
+// component schedules, the Options it schedules with (among them its wants:
+// which peers' channels it may be offered, and how many at least), and the
+// Offer it is handed (a view of up to N open channels of which it may close
+// at most M, the offer's size).
+//
+// Senders are matched, not polled. An offer lists only channels that meet
+// its sender's wants, and goes to a sender only when enough of them are
+// open. A sender that sends nothing through an offer keeps its place but is
+// parked: it has said it has nothing to send, so it is not offered anything
+// again, however many channels open, until it asks with the scheduler's
+// Reoffer (which keeps its place, and its priority). Its next offer is a
+// different one: made later, it lists the channels open then. So a channel
+// opening costs the scheduler the same whether one sender waits or
+// thousands wait parked.
 package offer
 
 import (
@@ -26,12 +37,21 @@ import (
 // discarded (an offer made just before the withdrawal may still reach
 // OnOffer, already expired).
 //
+// A sender that sends nothing during an OnOffer call (it declines, or every
+// send it tries fails) keeps its place but is parked until it calls the
+// scheduler's Reoffer with its ticket: that is how it says it has something
+// to send again. A sender that may want channels again at any moment calls
+// Reoffer when it learns so (new work, a response that freed it); one that
+// wants them only from some peers says so in its Options instead of
+// declining the others.
+//
 // Sender callbacks never run concurrently with each other and never while the
 // scheduler holds a lock, so they may call any scheduler method.
 type Sender interface {
 	// OnOffer is handed an offer that is valid only until OnOffer returns.
 	// Sending on none of its channels keeps the sender in its place in the
-	// queue; it is offered again after another channel opens.
+	// queue, parked: it is offered again once it calls Reoffer (which it
+	// may do from inside OnOffer, to be offered again at once).
 	OnOffer(o Offer)
 	// OnDiscard is called when the scheduler stops while the sender waits.
 	OnDiscard()
@@ -39,6 +59,15 @@ type Sender interface {
 
 // Options are a sender's terms beyond its priority, for the scheduler's
 // ScheduleWith. The zero Options are those of Schedule.
+//
+// Avoid, Only and MinChannels are the sender's wants: which channels it may
+// be offered. An offer lists only the open channels to peers in Only (to
+// any peer if Only is empty) that are not in Avoid, best first as always,
+// and goes to the sender only when at least MinChannels of them (at least
+// one) are open; until then the sender is passed over, keeping its place,
+// and it is offered channels as soon as enough open. A sender does better
+// to say what it wants here than to decline offers: a sender that declines
+// is parked (see Sender).
 type Options struct {
 	// Class names the class the sender's messages book (declared in the
 	// scheduler's Config.Classes): each request or notification it sends
@@ -65,6 +94,26 @@ type Options struct {
 	// A negative size, or one larger than the budget's ByteBurst (which the
 	// budget could never pay), is refused by ScheduleWith.
 	Bytes int64
+
+	// Avoid lists peers whose channels the sender is never offered: a retry
+	// or a hedge that must not go back to the peer that was slow or
+	// failed.
+	Avoid []peer.ID
+	// Only, if not empty, lists the only peers whose channels the sender is
+	// offered: a request that only those peers can answer. A peer both in
+	// Only and in Avoid is avoided; a sender whose every Only peer is
+	// avoided is refused by ScheduleWith, since it could never be offered
+	// anything. A peer in Only that is not connected is waited for.
+	Only []peer.ID
+	// MinChannels is how many channels the sender wants to choose from: it
+	// is offered channels only when at least that many that it wants are
+	// open, and its offer lists at least that many. The offer's size (how
+	// many it may close) is unchanged: one while other senders wait (parked
+	// ones too), and no more than the budget and the sender's class allow.
+	// 0 and 1 mean one. A negative value, or one above the scheduler's
+	// MaxOfferChannels (an offer could never list that many), is refused
+	// by ScheduleWith.
+	MinChannels int
 }
 
 // Ticket names one scheduled sender, so its owner can withdraw it. Tickets are

@@ -18,6 +18,7 @@
 //	peersched_channels_open                gauge
 //	peersched_channels_closed              gauge: messages in flight
 //	peersched_senders_waiting              gauge
+//	peersched_senders_parked               gauge: waiting senders parked until they ask again
 //	peersched_requests_in_flight           gauge
 //	peersched_stopped                      gauge: 1 once stopped
 //	peersched_requests_sent_total          counter
@@ -102,8 +103,8 @@ type Collector struct {
 	noPeers   bool
 	peerLabel func(peer.ID) string
 
-	peers, channelsOpen, channelsClosed, sendersWaiting, inFlight, stopped *prometheus.Desc
-	sent, notified, sendErrors, ended, dropped, panics, responseTimes      *prometheus.Desc
+	peers, channelsOpen, channelsClosed, sendersWaiting, sendersParked, inFlight, stopped *prometheus.Desc
+	sent, notified, sendErrors, ended, dropped, panics, responseTimes                     *prometheus.Desc
 
 	peerConnected, peerSent, peerNotified, peerSendErrors, peerEnded, peerDropped, peerResponseTimes *prometheus.Desc
 	peerOpen, peerInFlight, peerLimit, peerRTT                                                       *prometheus.Desc
@@ -128,6 +129,7 @@ func NewCollector(s *scheduler.Scheduler, opts Options) *Collector {
 	c.channelsOpen = desc("channels_open", "Channels that may carry a message now, over all peers.")
 	c.channelsClosed = desc("channels_closed", "Channels carrying a request or digesting a notification, over all peers.")
 	c.sendersWaiting = desc("senders_waiting", "Senders waiting in the queue.")
+	c.sendersParked = desc("senders_parked", "Waiting senders that sent nothing through their last offer and are offered nothing until they ask again (Reoffer).")
 	c.inFlight = desc("requests_in_flight", "Requests sent and not yet ended, withdrawn ones included.")
 	c.stopped = desc("stopped", "1 once the scheduler has stopped, else 0.")
 	c.sent = desc("requests_sent_total", "Requests the host accepted.")
@@ -155,7 +157,7 @@ func NewCollector(s *scheduler.Scheduler, opts Options) *Collector {
 // Describe sends the descriptions of every metric c may collect.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.peers, c.channelsOpen, c.channelsClosed, c.sendersWaiting, c.inFlight, c.stopped,
+		c.peers, c.channelsOpen, c.channelsClosed, c.sendersWaiting, c.sendersParked, c.inFlight, c.stopped,
 		c.sent, c.notified, c.sendErrors, c.ended, c.dropped, c.panics, c.responseTimes,
 	} {
 		ch <- d
@@ -184,6 +186,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.channelsOpen, float64(st.ChannelsOpen))
 	gauge(c.channelsClosed, float64(st.ChannelsClosed))
 	gauge(c.sendersWaiting, float64(st.SendersWaiting))
+	gauge(c.sendersParked, float64(st.SendersParked))
 	gauge(c.inFlight, float64(st.RequestsInFlight))
 	gauge(c.stopped, boolValue(st.Stopped))
 	counter(c.sent, st.Sent)

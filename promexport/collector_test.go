@@ -364,3 +364,34 @@ func gatherOne(t *testing.T, c prometheus.Collector, name string, id peer.ID) *d
 	t.Fatalf("no %s{peer=%q}", name, id)
 	return nil
 }
+
+// declines is a sender with nothing to send.
+type declines struct{}
+
+func (declines) OnOffer(offer.Offer) {}
+func (declines) OnDiscard()          {}
+
+// TestCollectorSendersParked: a sender that declined is parked, and the
+// gauge says so, beside the senders waiting.
+func TestCollectorSendersParked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t, scheduler.Config{})
+		b.connect("alice", 1)
+		if _, err := b.s.Schedule(declines{}, 0); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		const want = `
+# HELP peersched_senders_parked Waiting senders that sent nothing through their last offer and are offered nothing until they ask again (Reoffer).
+# TYPE peersched_senders_parked gauge
+peersched_senders_parked 1
+# HELP peersched_senders_waiting Senders waiting in the queue.
+# TYPE peersched_senders_waiting gauge
+peersched_senders_waiting 1
+`
+		c := NewCollector(b.s, Options{})
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want), "peersched_senders_parked", "peersched_senders_waiting"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

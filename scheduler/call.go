@@ -30,7 +30,10 @@ type CallOptions struct {
 	// Pick, if not nil, chooses the channel to send on: it is given each
 	// offer the call's sender gets and returns the index of a listed
 	// channel, or a negative index to wait for the next offer, keeping
-	// the sender's place. An index past the offer's end fails the call
+	// the sender's place: it comes after the next channel opens. (Unlike
+	// a sender that declines, the call's is not parked, so each waiting
+	// call costs every opening a little; a call that wants certain peers
+	// says so in Sender instead, and is offered only those.) An index past the offer's end fails the call
 	// with offer.ErrNoSuchChannel. Pick runs as a sender's OnOffer does,
 	// on the callback goroutine, and must not block. Nil means the first
 	// channel listed: the best.
@@ -161,6 +164,7 @@ func (c *call) OnOffer(o offer.Offer) {
 		timeout = time.Until(c.deadline)
 	}
 	if i < 0 || timeout <= 0 { // Pick declined, or ctx is ending: Call hears of it
+		c.s.waitForOpening()
 		c.setState(callWaiting)
 		return
 	}
@@ -180,6 +184,7 @@ func (c *call) OnOffer(o offer.Offer) {
 		}
 	case errors.Is(err, offer.ErrExpired), errors.Is(err, offer.ErrPeerGone), errors.Is(err, offer.ErrPeerAtLimit):
 		c.state = callWaiting // withdrawn, or the channel went: the next offer, if any, will do
+		c.s.waitForOpening()
 	default:
 		c.quit = true
 		c.endLocked("", nil, err)
@@ -255,4 +260,17 @@ func (c *call) cancelledFrom() peer.ID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.to
+}
+
+// waitForOpening makes the open offer's end, if its sender sends nothing,
+// wait for the next channel opening instead of parking the sender (see
+// offerqueue.Queue.WaitForOpening). Called from inside OnOffer, for Call's
+// sender, which has no ticket to Reoffer with there and must not wait
+// parked until its context ends.
+func (s *Scheduler) waitForOpening() {
+	s.offersMu.Lock()
+	defer s.offersMu.Unlock()
+	if t, ok := s.book.Live(); ok {
+		s.queue.WaitForOpening(t)
+	}
 }

@@ -35,6 +35,10 @@ var (
 	// offer.Options.Bytes, or one above the byte budget's ByteBurst, which
 	// the budget could never pay for.
 	ErrBadBytes = errors.New("peersched: bad declared message size")
+	// ErrBadWants: ScheduleWith was given wants that no offer could meet:
+	// a negative offer.Options.MinChannels or one above
+	// Config.MaxOfferChannels, or Only peers that are all in Avoid.
+	ErrBadWants = errors.New("peersched: a sender's wants can never be met")
 	// ErrSendPanicked wraps a panic raised by the host's Peer.Send; the send
 	// is treated as failed.
 	ErrSendPanicked = errors.New("peersched: peer send panicked")

@@ -100,25 +100,18 @@ func Example() {
 	// alice answered: ledger 42 (asked "GET /ledger/42")
 }
 
-// retrier asks for one object and, when a request fails, asks again,
-// preferring a peer other than the one that failed.
+// retrier asks for one object and, when a request fails, asks again of a
+// peer other than the one that failed, which it tells the scheduler to
+// avoid: every offer it gets then leads elsewhere.
 type retrier struct {
-	s     *scheduler.Scheduler
-	avoid peer.ID
-	sent  chan peer.ID // each send, so the example knows when a try is out
-	done  chan string
+	s    *scheduler.Scheduler
+	sent chan peer.ID // each send, so the example knows when a try is out
+	done chan string
 }
 
 func (r *retrier) OnOffer(o offer.Offer) {
-	choice := 0
-	for i, c := range o.All() {
-		if c.Peer != r.avoid {
-			choice = i
-			break
-		}
-	}
-	c, _ := o.Channel(choice)
-	if _, err := o.Request(choice, "object #7", r, time.Second); err != nil {
+	c, _ := o.Channel(0)
+	if _, err := o.Request(0, "object #7", r, time.Second); err != nil {
 		fmt.Println("send failed:", err)
 		return
 	}
@@ -133,14 +126,14 @@ func (r *retrier) OnResponse(_ peer.RequestID, from peer.ID, response any) {
 
 func (r *retrier) OnFailure(_ peer.RequestID, from peer.ID, reason receiver.Reason) {
 	fmt.Printf("request to %s failed: %v; retrying elsewhere\n", from, reason)
-	r.avoid = from
-	if _, err := r.s.Schedule(r, 0); err != nil {
+	if _, err := r.s.ScheduleWith(r, 0, offer.Options{Avoid: []peer.ID{from}}); err != nil {
 		r.done <- err.Error()
 	}
 }
 
-// A receiver that retries on failure, preferring a different peer. The mock
-// clock makes the timeout happen on demand.
+// A receiver that retries on failure on a different peer, which it asks
+// for with offer.Options.Avoid. The mock clock makes the timeout happen on
+// demand.
 func Example_retry() {
 	mock := clock.NewMock()
 	s, err := scheduler.New(scheduler.Config{Clock: mock})
@@ -243,6 +236,40 @@ func Example_bulk() {
 	// p1 served 6
 	// p2 served 4
 	// in flight: 0
+}
+
+// A sender with nothing to send declines its offer and is parked: it keeps
+// its place, but however many channels open it is not called again until
+// it asks, with Reoffer, once it has work. So a thousand idle senders cost
+// nothing when a channel opens.
+func Example_reoffer() {
+	s, _ := scheduler.New(scheduler.Config{Clock: clock.NewMock(), InlineCallbacks: true, RankSeed: 1})
+	defer s.Shutdown(context.Background())
+	_ = s.Connect(&wire{id: "p1"}, 4)
+
+	var jobs []string
+	ticket, _ := s.Schedule(senderFunc(func(o offer.Offer) {
+		if len(jobs) == 0 {
+			fmt.Println("offered channels, nothing to send")
+			return
+		}
+		if _, err := o.Request(0, jobs[0], receiver.Funcs{}, time.Minute); err == nil {
+			fmt.Println("sent", jobs[0])
+			jobs = jobs[1:]
+		}
+	}), 0)
+	fmt.Println("parked:", s.Stats().SendersParked)
+	_ = s.Connect(&wire{id: "p2"}, 4) // new channels: a parked sender is not called
+
+	jobs = append(jobs, "job 1")
+	fmt.Println("asked again:", s.Reoffer(ticket))
+	fmt.Println("waiting:", s.Stats().SendersWaiting)
+	// Output:
+	// offered channels, nothing to send
+	// parked: 1
+	// sent job 1
+	// asked again: true
+	// waiting: 0
 }
 
 // ledgerReply is the message a peer answers a ledger request with.

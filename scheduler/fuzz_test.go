@@ -64,11 +64,13 @@ const (
 	opRefuse        // a refusal from the peer the request went to
 	opRefuseWrong   // a refusal from another peer
 	opRefuseUnknown // a refusal of an ID never issued
+	// Programs with wants only (see opOf).
+	opReoffer // a sender asks for another offer
 )
 
 var opNames = [...]string{"connect", "disconnect", "schedule", "deliver", "deliver from the wrong peer",
 	"deliver to an unknown ID", "advance", "withdraw a sender", "withdraw a receiver", "stop", "use a kept offer", "stats",
-	"refuse", "refuse from the wrong peer", "refuse an unknown ID"}
+	"refuse", "refuse from the wrong peer", "refuse an unknown ID", "reoffer"}
 
 // opTable maps an input byte to an operation; common operations appear more
 // than once. Stop is rare so that programs do something before it.
@@ -86,9 +88,18 @@ var opTable = [32]int{
 // ignore it, so the operations they read are those they always read.
 const refusalBit = 0x80
 
-// opOf is the operation the byte b names, in an extended program or not.
-func opOf(b byte, extended bool) int {
+// reofferBit, set in the operation byte of a program with wants that reads
+// as a sender's withdrawal, makes it that sender's Reoffer instead. Other
+// programs ignore it.
+const reofferBit = 0x40
+
+// opOf is the operation the byte b names, in an extended program or not,
+// with wants or not.
+func opOf(b byte, extended, wants bool) int {
 	op := opTable[b%32]
+	if wants && op == opWithdrawSender && b&reofferBit != 0 {
+		return opReoffer
+	}
 	if !extended || b&refusalBit == 0 {
 		return op
 	}
@@ -121,6 +132,27 @@ var (
 	fuzzByteBudgets = [3][2]int64{{10_000, 1000}, {40_000, 2500}, {10_000, 2500}}
 	fuzzSizes       = [8]int64{0, 100, 400, 1000, 2000, 2600, -1, 250}
 )
+
+// fuzzMinChannels are the MinChannels a program with wants may give its
+// senders: none, one to three, and two that ScheduleWith refuses.
+var fuzzMinChannels = [8]int{0, 1, 2, 3, -1, 0, 2, 99}
+
+// fuzzWants decodes a schedule's two bytes of wants in a program with
+// wants: w's bit 0 gives the sender an Only peer (bits 2-4 name it), and
+// bit 1 an Avoid peer (bits 5-7); m's bit 3 adds the next peer to Only, and
+// m mod 8 picks fuzzMinChannels.
+func fuzzWants(w, m byte) (only, avoid []peer.ID, minChannels int) {
+	if w&1 != 0 {
+		only = append(only, fuzzPeerName(w>>2&7))
+		if m&8 != 0 {
+			only = append(only, fuzzPeerName(w>>2&7+1))
+		}
+	}
+	if w&2 != 0 {
+		avoid = append(avoid, fuzzPeerName(w>>5))
+	}
+	return only, avoid, fuzzMinChannels[m%8]
+}
 
 var (
 	fuzzTimeouts = [8]time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 30 * time.Millisecond, 40 * time.Millisecond,
@@ -170,6 +202,7 @@ type schedulerAPI interface {
 	WithdrawReceiver(id peer.RequestID) bool
 	Deliver(from peer.ID, id peer.RequestID, response any) error
 	Refuse(from peer.ID, id peer.RequestID) error
+	Reoffer(t offer.Ticket) bool
 	Stop()
 	Stats() Stats
 	PeerUsage(dst []peer.Usage) []peer.Usage
@@ -191,6 +224,9 @@ type fuzzSide struct {
 	// withBytes is set for programs that begin with bytesMarker: extended
 	// programs that also read a byte budget, and a size for each sender.
 	withBytes bool
+	// withWants is set for programs that begin with wantsMarker: programs
+	// with bytes that also read wants for each sender, and may Reoffer.
+	withWants bool
 
 	log        []string // every callback and every operation's result
 	violations []string
@@ -283,7 +319,7 @@ func (sd *fuzzSide) advance(d time.Duration) {
 // exec reads one operation from in and performs it. nested is true inside a
 // callback; nested operations are limited in number.
 func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
-	op := opOf(in.next(), sd.extended)
+	op := opOf(in.next(), sd.extended, sd.withWants)
 	if nested {
 		if sd.budget <= 0 {
 			return
@@ -333,9 +369,15 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 			opts.Bytes = fuzzSizes[in.next()%8]
 			snd.bytes = opts.Bytes
 		}
+		if sd.withWants {
+			w := in.next()
+			opts.Only, opts.Avoid, opts.MinChannels = fuzzWants(w, in.next())
+			snd.only, snd.avoid, snd.need = opts.Only, opts.Avoid, max(opts.MinChannels, 1)
+		}
 		t, err := sd.api.ScheduleWith(snd, priority, opts)
 		sd.returned(nested)
-		sd.logf("schedule s%d prio %d class %q bytes %d: %s", snd.n, priority, opts.Class, opts.Bytes, errClass(err))
+		sd.logf("schedule s%d prio %d class %q bytes %d only %v avoid %v min %d: %s", snd.n, priority, opts.Class, opts.Bytes,
+			opts.Only, opts.Avoid, opts.MinChannels, errClass(err))
 		snd.ticket, snd.scheduled = t, err == nil
 	case opDeliver, opDeliverWrong, opDeliverUnknown, opRefuse, opRefuseWrong, opRefuseUnknown:
 		id := sd.pickID(in.next())
@@ -373,6 +415,20 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		if ok {
 			snd.exit("withdrawn")
 		}
+	case opReoffer:
+		b := in.next()
+		if len(sd.senders) == 0 {
+			return
+		}
+		snd := sd.senders[int(b)%len(sd.senders)]
+		exits := snd.exits
+		ok := sd.api.Reoffer(snd.ticket)
+		sd.returned(nested)
+		sd.logf("reoffer s%d: %v", snd.n, ok)
+		// It may be offered channels, and leave, before Reoffer returns.
+		if ok && exits > 0 {
+			sd.violate("s%d reoffered after it left (%s)", snd.n, snd.exitedBy)
+		}
 	case opWithdrawReceiver:
 		id := sd.pickID(in.next())
 		ok := sd.api.WithdrawReceiver(id)
@@ -409,7 +465,8 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 		}
 	case opStats:
 		st := sd.api.Stats()
-		sd.logf("stats: open %d closed %d waiting %d in flight %d", st.ChannelsOpen, st.ChannelsClosed, st.SendersWaiting, st.RequestsInFlight)
+		sd.logf("stats: open %d closed %d waiting %d parked %d in flight %d", st.ChannelsOpen, st.ChannelsClosed, st.SendersWaiting,
+			st.SendersParked, st.RequestsInFlight)
 	}
 }
 
@@ -495,6 +552,9 @@ type fuzzSender struct {
 	offer     offer.Offer // the open offer, during OnOffer
 	bytes     int64       // the size it declared for each message
 	sent      int         // sends through it
+	// Its wants, as it scheduled them: every offer must meet them.
+	only, avoid []peer.ID
+	need        int
 }
 
 func (s *fuzzSender) exit(how string) {
@@ -519,6 +579,12 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 		if !sd.connected[c.Peer] {
 			sd.violate("s%d offered a channel of %s, which is not connected", s.n, c.Peer)
 		}
+		if slices.Contains(s.avoid, c.Peer) || (len(s.only) > 0 && !slices.Contains(s.only, c.Peer)) {
+			sd.violate("s%d offered a channel of %s; it wants only %v and avoids %v", s.n, c.Peer, s.only, s.avoid)
+		}
+	}
+	if st.Len < s.need {
+		sd.violate("s%d offered %d channels; it wants at least %d", s.n, st.Len, s.need)
 	}
 	sd.logf("s%d offer size %d of [%s]", s.n, st.Size, strings.Join(view, " "))
 	// Promise 4, checked without the model.
@@ -568,7 +634,11 @@ func (s *fuzzSender) OnOffer(o offer.Offer) {
 	switch b % 10 {
 	case 0:
 		request(index, newReceiver(), timeout)
-	case 1: // decline
+	case 1: // decline; in a program with wants, perhaps asking for another offer
+		if sd.withWants && arg&1 != 0 {
+			ok := sd.api.Reoffer(s.ticket)
+			sd.logf("s%d declines and asks again: %v", s.n, ok)
+		}
 	case 2:
 		for i := range 1 + int(arg>>5)%4 {
 			request(i, newReceiver(), timeout)
@@ -908,7 +978,7 @@ var errClasses = []struct {
 	{"nil sender", offer.ErrNilSender}, {"too many senders", offer.ErrTooManySenders},
 	{"expired", offer.ErrExpired}, {"no such channel", offer.ErrNoSuchChannel}, {"channel used", offer.ErrChannelUsed},
 	{"size exceeded", offer.ErrSizeExceeded}, {"peer gone", offer.ErrPeerGone}, {"peer at its limit", offer.ErrPeerAtLimit},
-	{"unknown class", limit.ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"nil receiver", receiver.ErrNilReceiver},
+	{"unknown class", limit.ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"bad wants", ErrBadWants}, {"nil receiver", receiver.ErrNilReceiver},
 	{"bad timeout", receiver.ErrBadTimeout}, {"too many requests", receiver.ErrTooManyRequests},
 	{"unknown request", receiver.ErrUnknownRequest}, {"wrong peer", receiver.ErrWrongPeer},
 	{"duplicate", receiver.ErrDuplicateResponse}, {"late", receiver.ErrLateResponse}, {"wrong type", receiver.ErrWrongResponseType},
@@ -941,7 +1011,8 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 	defer watchdog.Stop()
 	synctest.Test(t, func(t *testing.T) {
 		in := bytesIn{b: data}
-		withBytes := len(data) > 0 && data[0] == bytesMarker
+		withWants := len(data) > 0 && data[0] == wantsMarker
+		withBytes := withWants || len(data) > 0 && data[0] == bytesMarker
 		extended := withBytes || len(data) > 0 && data[0] == extendedMarker
 		if extended {
 			in.next()
@@ -988,6 +1059,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 		rs.mock, ms.model = mock, m
 		rs.extended, ms.extended = extended, extended
 		rs.withBytes, ms.withBytes = withBytes, withBytes
+		rs.withWants, ms.withWants = withWants, withWants
 		for _, c := range cfg.Classes {
 			rs.classNames = append(rs.classNames, c.Name)
 			ms.classNames = append(ms.classNames, c.Name)
@@ -1051,7 +1123,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 				t.Fatalf("step %d: the two sides read different amounts of the program", step)
 			}
 			in = rin
-			check(step, opNames[opOf(data[start], extended)])
+			check(step, opNames[opOf(data[start], extended, withWants)])
 		}
 
 		if err := s.Shutdown(context.Background()); err != nil {
@@ -1382,6 +1454,31 @@ var fuzzSeeds = [][]byte{
 	bytesProgram(0, 0, 0, 2, 2|1<<2, 2, 2, connectFixedOp(1, 3), connectVegasOp(2, 2), sizedOp(0, 1, 4, 2, 3<<5),
 		sizedOp(1, 2, 3, 3, 1), sizedOp(0, 4, 7, 2, 3<<5), sizedOp(2, 0, 2, 0, 0), deliverOp(0), advanceOp(1),
 		advanceOp(3), deliverOp(0), advanceOp(6), advanceOp(6)),
+
+	// Programs with wants.
+	// A sender that declines is parked: the channel closes, a sender
+	// behind it waits, and the parked one asks again (Reoffer): when the
+	// channel reopens it goes first, in its place, and sends; a Reoffer
+	// after that finds it gone.
+	wantsProgram(0, 0, 0, 0, 0, 0, 0, connectFixedOp(1, 1), wantedOp(0, 0, 0, 1, 0), wantedOp(0, 0, 0),
+		wantedOp(0, 0, 0), statsOp(), reofferOp(0), statsOp(), advanceOp(6), advanceOp(6), reofferOp(0)),
+	// Asking again from inside the offer it declines: offered again at
+	// once, and it sends; a sender whose send the host refuses is parked.
+	wantsProgram(0, 0, 0, 0, 0, 0, 0, connectFixedOp(1, 2, 0, 3, 0), wantedOp(0, 0, 0, 1, 1),
+		wantedOp(1, 0, 0, 0, 0), statsOp(), advanceOp(6), advanceOp(6)),
+	// Only and Avoid: a sender that wants only p2 waits while p1 alone is
+	// open, keeping its place, and goes first when p2 connects; one that
+	// avoids p1 takes p3 when it connects; one that wants p2 or p3 waits
+	// for one of them to reopen; wants that can never be met are refused.
+	wantsProgram(0, 0, 0, 0, 0, 0, 0, connectFixedOp(1, 3), wantedOp(0, 1|2<<2, 0), wantedOp(0, 2|1<<5, 0),
+		wantedOp(0, 1|2<<2, 8), wantedOp(0, 0, 0), connectFixedOp(2, 1), connectFixedOp(3, 1),
+		wantedOp(0, 1|2<<2|2|2<<5, 0), wantedOp(0, 0, 7), wantedOp(0, 0, 4), deliverOp(0), advanceOp(6)),
+	// MinChannels 2 and 3, pass-over limit 1: with one channel open, passed
+	// over for the senders behind; offered once enough open, with every
+	// one listed; a parked sender in the lower level asks again.
+	wantsProgram(0, 0, 1<<2, 0, 0, 0, 0, connectFixedOp(1, 1), wantedOp(1, 0, 2), wantedOp(1, 0, 3),
+		wantedOp(0, 0, 0, 1, 0), wantedOp(1, 0, 0), connectFixedOp(2, 2), deliverOp(0), advanceOp(6),
+		reofferOp(2), advanceOp(6)),
 }
 
 // extendedMarker, as a program's first byte, makes it an extended program:
@@ -1403,6 +1500,37 @@ const extendedMarker = 0xff
 // the size the sender declares (fuzzSizes, mod 8). A new marker, rather
 // than more bytes read by extended programs, keeps what those read.
 const bytesMarker = 0xfe
+
+// wantsProgram is bytesProgram for a program with wants. Its schedules
+// take wantedOp.
+func wantsProgram(maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes, byteBudget byte, ops ...[]byte) []byte {
+	return slices.Concat([]byte{wantsMarker, maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes, byteBudget}, slices.Concat(ops...))
+}
+
+// wantedOp is sizedOp in a program with wants, with no class, no size, and
+// the two bytes of the sender's wants (see fuzzWants): w 1|k<<2 wants only
+// p<k>, w 2|k<<5 avoids p<k>; m mod 8 indexes fuzzMinChannels, and m's bit 3
+// adds p<k+1> to Only.
+func wantedOp(priority, w, m byte, plan ...byte) []byte {
+	if len(plan) == 0 {
+		plan = []byte{0, 0}
+	}
+	return append(sizedOp(priority, 0, 0, plan...), w, m)
+}
+
+// reofferOp, in a program with wants, asks for another offer to the n-th
+// sender scheduled (mod their number).
+func reofferOp(n byte) []byte { return []byte{opByte(opWithdrawSender) | reofferBit, n} }
+
+func statsOp() []byte { return []byte{opByte(opStats)} }
+
+// wantsMarker, as a program's first byte, makes it a program with wants: it
+// reads as a program with bytes does, and more: two bytes in each
+// schedule, after the size's, for the sender's wants (see fuzzWants); an
+// operation byte that reads as a sender's withdrawal and has reofferBit set
+// is that sender's Reoffer; and a sender whose plan declines an offer with
+// an odd argument asks for another offer as it declines.
+const wantsMarker = 0xfd
 
 // The program encoder: each function writes one operation as exec reads it.
 

@@ -279,7 +279,8 @@ func TestRegression_GoexitInACallbackDoesNotWedgeTheScheduler(t *testing.T) {
 // E2: a send that is still in the host's hands when OnOffer returns, and
 // then fails, used to leave its sender neither queued nor discarded. Now the
 // sender is held until the send ends: if it fails, the sender has declined
-// and keeps its place; if it succeeds, the sender has left.
+// and keeps its place, parked until it asks again; if it succeeds, the
+// sender has left.
 func TestRegression_ASendThatOutlivesItsOfferDecidesTheExit(t *testing.T) {
 	for _, sendFails := range []bool{true, false} {
 		name := map[bool]string{true: "send-fails", false: "send-succeeds"}[sendFails]
@@ -301,11 +302,12 @@ func TestRegression_ASendThatOutlivesItsOfferDecidesTheExit(t *testing.T) {
 					}()
 					<-inSend // OnOffer returns while the send is in the host's hands
 				}}
-				_, err := w.s.Schedule(snd, 0)
+				ticket, err := w.s.Schedule(snd, 0)
 				require.NoError(t, err)
 				<-inSend
 				w.settle()
 				require.Equal(t, 1, w.s.Stats().SendersWaiting, "held: its fate depends on the send")
+				require.Zero(t, w.s.Stats().SendersParked, "held is not parked")
 				w.connect("B", 1)
 				w.settle()
 				require.Equal(t, 1, snd.offerCount(), "a held sender is not offered")
@@ -316,13 +318,18 @@ func TestRegression_ASendThatOutlivesItsOfferDecidesTheExit(t *testing.T) {
 				w.settle()
 				if sendFails {
 					require.True(t, errors.Is(sendErr, errRefused))
-					require.Equal(t, 2, snd.offerCount(), "declined, so offered again")
+					require.Equal(t, 1, snd.offerCount(), "declined, so parked: B is not offered")
+					require.Equal(t, 1, w.s.Stats().SendersParked)
+					require.True(t, w.s.Reoffer(ticket))
+					w.settle()
+					require.Equal(t, 2, snd.offerCount(), "asked again, so offered again")
 					require.Equal(t, 1, w.s.Stats().SendersWaiting)
 					require.NoError(t, w.s.Shutdown(context.Background()))
 					require.Equal(t, 1, snd.discards, "and discarded once at stop")
 				} else {
 					require.NoError(t, sendErr)
 					require.Equal(t, 1, snd.offerCount(), "it left by its send")
+					require.False(t, w.s.Reoffer(ticket), "it has left")
 					require.Zero(t, w.s.Stats().SendersWaiting)
 					require.NoError(t, w.s.Shutdown(context.Background()))
 					require.Zero(t, snd.discards)

@@ -20,14 +20,20 @@ package scheduler
 //     its offer ends with sends still in the host's hands and none accepted,
 //     it keeps its place but is passed over until they end; then it has
 //     declined, or is discarded if the scheduler stopped meanwhile. A
+//     sender that declined keeps its place, parked: it is not offered
+//     anything until Reoffer, unless Reoffer was called while its offer
+//     was running or its sends were in the host's hands. Reoffer of a
+//     sender that is neither changes nothing (and offers follow). A
 //     withdrawal succeeds while the sender is in the queue, and expires its
 //     running offer.
 //   - A request counts against MaxRequests until its receiver is called.
 //   - Senders wait in priority order, FIFO within a priority. An offer goes
-//     to the first waiting sender that has not declined since the last
-//     channel opening. Its size is 1 if others wait, else every channel it
-//     lists; it lists at most N open channels (MaxOfferChannels, 64 by
-//     default), best first: fewer closed (a peer's k-th channel counts k
+//     to the first waiting sender that is not parked and whose wants the
+//     open channels meet: at least MinChannels (at least one) open
+//     channels of its Only peers (any peer without), less its Avoid peers.
+//     Its size is 1 if others wait (parked ones too), else every channel it
+//     lists; it lists at most N of the open channels it wants
+//     (MaxOfferChannels, 64 by default), best first: fewer closed (a peer's k-th channel counts k
 //     more closed), then lower RTT as peerpool.CompareRTTs ranks them under
 //     the rank seed (RTTs within a factor of two may count as equal), then
 //     the peer not sent to for longer (those never sent to since they
@@ -122,10 +128,9 @@ type model struct {
 	tokenAt                           time.Duration
 	classes                           []mClass
 
-	now      time.Duration
-	stopped  bool
-	peers    map[peer.ID]*mPeer
-	openings uint64 // channel openings so far, a connect counting as one
+	now     time.Duration
+	stopped bool
+	peers   map[peer.ID]*mPeer
 
 	queue   []*mSender // waiting senders, in priority order, first come first within one
 	tickets offer.Ticket
@@ -189,9 +194,12 @@ type mSender struct {
 	class    int   // index into model.classes plus one; 0 for none
 	bytes    int64 // the size it declared; 0 without a byte rate
 	ticket   offer.Ticket
-	declined bool
-	held     bool   // its offer ended with sends in progress
-	at       uint64 // openings when it last declined
+	held     bool // its offer ended with sends in progress
+	parked   bool // it declined, and has not called Reoffer since
+	again    bool // Reoffer came while its offer ran or was held
+	// Its wants: only and avoid as given, need at least 1.
+	only, avoid []peer.ID
+	need        int
 }
 
 type mOffer struct {
@@ -199,7 +207,6 @@ type mOffer struct {
 	live       bool // OnOffer runs and the offer takes sends
 	closed     bool // OnOffer has returned
 	sender     *mSender
-	openings   uint64
 	channels   []mChannel
 	used       []bool
 	size, sent int   // sent: claims, in progress or accepted
@@ -461,10 +468,29 @@ func (m *model) open() (n int) {
 }
 
 // mayBeOffered reports whether s may be offered channels now, if any are
-// open: it is not held, has not declined since the last opening, and its
-// class has room.
+// open: it is neither held nor parked, its class has room, and enough of
+// the open channels are ones it wants.
 func (m *model) mayBeOffered(s *mSender) bool {
-	return !s.held && (!s.declined || s.at < m.openings) && m.classRoom(s.class) > 0
+	return !s.held && !s.parked && m.classRoom(s.class) > 0 && len(m.wanted(s)) >= s.need
+}
+
+// wants reports whether s may be offered channels of p.
+func (s *mSender) wants(p *mPeer) bool {
+	return !slices.Contains(s.avoid, p.id) && (len(s.only) == 0 || slices.Contains(s.only, p.id))
+}
+
+// wanted lists every open channel s wants, a peer once per open channel,
+// in no order.
+func (m *model) wanted(s *mSender) []*mPeer {
+	var out []*mPeer
+	for _, p := range m.peers {
+		if s.wants(p) {
+			for range p.open() {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 func (m *model) offerNext() bool {
@@ -475,7 +501,7 @@ func (m *model) offerNext() bool {
 	if i < 0 {
 		return false
 	}
-	snd, openings := m.queue[i], m.openings
+	snd := m.queue[i]
 	room, wait := m.budgetRoom(snd.bytes)
 	if room == 0 {
 		if wait > 0 {
@@ -489,8 +515,8 @@ func (m *model) offerNext() bool {
 	if len(m.queue) == 1 {
 		size = min(m.open(), room)
 	}
-	chans := m.best()
-	o := &mOffer{generation: m.offer.generation + 1, live: true, sender: snd, openings: openings, channels: chans,
+	chans := m.best(snd)
+	o := &mOffer{generation: m.offer.generation + 1, live: true, sender: snd, channels: chans,
 		used: make([]bool, len(chans)), size: min(size, len(chans)), class: snd.class, bytes: snd.bytes}
 	m.offer = o
 	m.undecided = append(m.undecided, o)
@@ -551,7 +577,9 @@ func (m *model) settle(o *mOffer) {
 	case o.discard:
 		m.pending = append(m.pending, mCallback{f: snd.s.OnDiscard})
 	case k >= 0:
-		snd.declined, snd.held, snd.at = true, false, o.openings
+		snd.held = false
+		snd.parked = !snd.again
+		snd.again = false
 	}
 }
 
@@ -569,14 +597,17 @@ func (m *model) sendEnded(o *mOffer, ok bool) {
 	}
 }
 
-// best lists the open channels, best first, cut to the offer's N.
-func (m *model) best() []mChannel {
+// best lists the open channels snd wants, best first, cut to the offer's N.
+func (m *model) best(snd *mSender) []mChannel {
 	type cand struct {
 		p *mPeer
 		k int
 	}
 	var all []cand
 	for _, p := range m.peers {
+		if !snd.wants(p) {
+			continue
+		}
 		for k := range p.open() {
 			all = append(all, cand{p, k})
 		}
@@ -619,7 +650,6 @@ func (m *model) Connect(p peer.Peer, channels int) error {
 	}
 	m.peers[id] = &mPeer{p: p, id: id, limit: channels, tieKey: peerpool.TieKey(m.rankSeed, id)}
 	m.peerConnected(id)
-	m.openings++
 	m.want()
 	return nil
 }
@@ -644,7 +674,6 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	}
 	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peerpool.TieKey(m.rankSeed, id)}
 	m.peerConnected(id)
-	m.openings++
 	m.want()
 	return nil
 }
@@ -676,16 +705,13 @@ func (m *model) Disconnect(id peer.ID) error {
 	return nil
 }
 
-// endMessage takes one message off p: its channel reopens, and that is an
-// opening, if p is connected and within its limit.
+// endMessage takes one message off p: its channel reopens if p is
+// connected and within its limit.
 func (m *model) endMessage(p *mPeer) {
 	if p.gone || p.closed == 0 {
 		return
 	}
 	p.closed--
-	if p.closed < p.limit {
-		m.openings++
-	}
 }
 
 // after runs what follows a step: offers too if a message ended.
@@ -713,6 +739,10 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 		return 0, offer.ErrNilSender
 	case opts.Bytes < 0 || (m.byteBucket != nil && opts.Bytes > m.budget.ByteBurst):
 		return 0, ErrBadBytes
+	case opts.MinChannels < 0 || opts.MinChannels > m.maxOffer:
+		return 0, ErrBadWants
+	case len(opts.Only) > 0 && !slices.ContainsFunc(opts.Only, func(id peer.ID) bool { return !slices.Contains(opts.Avoid, id) }):
+		return 0, ErrBadWants
 	case m.stopped:
 		return 0, ErrStopped
 	case opts.Class != "" && class == 0:
@@ -728,7 +758,8 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 	for at > 0 && m.queue[at-1].priority < priority {
 		at--
 	}
-	snd := &mSender{s: s, priority: priority, ticket: t, class: class}
+	snd := &mSender{s: s, priority: priority, ticket: t, class: class,
+		only: slices.Clone(opts.Only), avoid: slices.Clone(opts.Avoid), need: max(opts.MinChannels, 1)}
 	if m.byteBucket != nil {
 		snd.bytes = opts.Bytes
 	}
@@ -749,6 +780,21 @@ func (m *model) WithdrawSender(t offer.Ticket) bool {
 	if m.byteBucket != nil {
 		m.want()
 	}
+	return true
+}
+
+func (m *model) Reoffer(t offer.Ticket) bool {
+	k := slices.IndexFunc(m.queue, func(s *mSender) bool { return s.ticket == t })
+	if k < 0 {
+		return false
+	}
+	switch snd := m.queue[k]; {
+	case snd.parked:
+		snd.parked = false
+	case snd.held || (m.offer.live && m.offer.sender == snd):
+		snd.again = true
+	}
+	m.want()
 	return true
 }
 
@@ -1294,6 +1340,11 @@ func (m *model) stranded() bool {
 func (m *model) Stats() Stats {
 	st := m.st
 	st.Peers, st.SendersWaiting, st.RequestsInFlight, st.Stopped = len(m.peers), len(m.queue), m.inFlight, m.stopped
+	for _, s := range m.queue {
+		if s.parked {
+			st.SendersParked++
+		}
+	}
 	for _, p := range m.peers {
 		st.ChannelsOpen += p.open()
 		st.ChannelsClosed += p.closed

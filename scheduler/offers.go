@@ -58,11 +58,11 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.stopped || s.pool.Open() == 0 {
 		return nil, 0, false
 	}
-	openings := s.pool.Openings()
+	s.wakeSetAsideLocked()
 	if s.pass != nil {
 		s.pass.Reset() // every offer is a new pass over the queue
 	}
-	t, snd, ok := s.queue.Next(openings, s.pass)
+	t, snd, ok := s.queue.Next(s.pass, &s.pool)
 	if !ok {
 		return nil, 0, false
 	}
@@ -90,9 +90,26 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.queue.Len() == 1 {
 		size = min(s.pool.Open(), room)
 	}
-	s.choices = s.pool.Best(s.choices[:0], s.maxOffer)
+	only, avoid := s.queue.Wants(t)
+	s.choices = s.pool.BestOf(s.choices[:0], s.maxOffer, only, avoid)
 	s.queue.Offered(t)
-	return snd, s.book.Open(t, snd, openings, s.choices, size), true
+	return snd, s.book.Open(t, snd, s.choices, size), true
+}
+
+// wakeSetAsideLocked tells the queue which peers' channels opened since it
+// was last told, so that the senders it set aside for want of them are
+// offered channels again; while none is set aside, it only forgets them.
+// Caller holds offersMu.
+func (s *Scheduler) wakeSetAsideLocked() {
+	if !s.queue.SetAside() {
+		s.pool.ForgetOpened()
+		return
+	}
+	s.opened = s.pool.TakeOpened(s.opened[:0])
+	for i, id := range s.opened {
+		s.queue.Opened(id)
+		s.opened[i] = ""
+	}
 }
 
 // decideLocked carries out what the book decided about an offered sender.
@@ -110,7 +127,7 @@ func (s *Scheduler) decideLocked(d offerqueue.Decision) {
 			s.callbacksMu.Unlock()
 			return
 		}
-		s.queue.Decline(d.Ticket, d.Openings)
+		s.queue.Decline(d.Ticket)
 	}
 }
 

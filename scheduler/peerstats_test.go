@@ -121,7 +121,7 @@ func TestPeerStatsCounts(t *testing.T) {
 		require.Equal(t, []PeerStats{wantA, wantB}, w.s.PeerStats(nil))
 
 		st := w.s.Stats()
-		require.Equal(t, Stats{Peers: 1, ChannelsOpen: 1, SendersWaiting: 1, // the sender whose send failed waits on
+		require.Equal(t, Stats{Peers: 1, ChannelsOpen: 1, SendersWaiting: 1, SendersParked: 1, // the sender whose send failed waits on, parked
 			Sent: 5, Notified: 1, SendErrors: 1, Succeeded: 2, TimedOut: 1, Refused: 1, Disconnected: 1,
 			Late: 1, Unknown: 2, WrongPeer: 1, Duplicate: 1,
 			ResponseTimes: wantA.ResponseTimes}, st)

@@ -39,29 +39,34 @@ func TestPromise01_OneExitPerSender(t *testing.T) {
 		require.Equal(t, 1, sender.offerCount())
 		require.Len(t, ids, 1)
 
-		// A sender that declines keeps its place and is not offered again
-		// until a channel opens that it has not been offered.
+		// A sender that sends nothing keeps its place, parked: it has said
+		// it has nothing to send, so it is offered nothing more, however
+		// many channels open, until it asks again (Reoffer). Then it is
+		// offered again, with the channels open then.
 		picky := &script{onOffer: sendFirst(rec, time.Second, &ids, "B")}
-		_, err = w.s.Schedule(picky, 0)
+		pickyTicket, err := w.s.Schedule(picky, 0)
 		require.NoError(t, err)
 		require.Zero(t, picky.offerCount(), "no open channel yet")
 		require.NoError(t, w.s.Deliver("A", ids[0], "pong"))
 		require.Equal(t, 1, picky.offerCount(), "offered the reopened channel")
 		require.Equal(t, 1, w.s.Stats().SendersWaiting, "kept its place")
+		require.Equal(t, 1, w.s.Stats().SendersParked, "parked")
 
-		// Another sender's arrival makes the scheduler look for offers, but
-		// nothing new has opened for picky, so only the newcomer is asked.
 		bystander := &script{}
 		_, err = w.s.Schedule(bystander, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, bystander.offerCount())
-		require.Equal(t, 1, picky.offerCount(), "nothing new opened: not offered again")
+		require.Equal(t, 1, picky.offerCount(), "parked: not offered again")
 
 		w.connect("B", 1)
-		require.Equal(t, 2, picky.offerCount(), "offered again, first in line, once B opened")
-		require.Equal(t, []peer.ID{"A", "B"}, sortedIDs(picky.offers[1].channels), "the new offer includes the new channel")
+		require.Equal(t, 1, picky.offerCount(), "parked: not offered the new channel either")
+		require.Equal(t, 2, w.s.Stats().SendersParked)
+		require.True(t, w.s.Reoffer(pickyTicket))
+		require.Equal(t, 2, picky.offerCount(), "asked again: offered again")
+		require.Equal(t, []peer.ID{"A", "B"}, sortedIDs(picky.offers[1].channels), "the new offer has the new channel")
 		require.Len(t, ids, 2, "it sent on B")
 		require.Equal(t, 1, w.s.Stats().SendersWaiting, "and left the queue; the bystander waits")
+		require.False(t, w.s.Reoffer(pickyTicket), "it has left: there is nothing to offer again")
 		w.connect("C", 1)
 		require.Equal(t, 2, picky.offerCount(), "a sender that sent is never offered again")
 
@@ -1219,9 +1224,11 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 		rec := newOutcomes()
 		var ids []peer.RequestID
 		senders := make([]*script, 5)
+		tickets := make([]offer.Ticket, 5)
 		for i := range senders {
 			senders[i] = &script{onOffer: sendFirst(rec, time.Hour, &ids)}
-			_, err := w.s.Schedule(senders[i], 0)
+			var err error
+			tickets[i], err = w.s.Schedule(senders[i], 0)
 			require.NoError(t, err, "a sender over the budget waits; it gets no error")
 		}
 		require.Equal(t, []time.Duration{0, 0}, sentAt, "a burst of 2 at once")
@@ -1232,8 +1239,8 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 		require.Len(t, sentAt, 3)
 
 		// A send the host refuses costs no token: the next sender goes at
-		// once. The refused one sent nothing, so it keeps its place, passed
-		// over until a channel opens.
+		// once. The refused one sent nothing, so it keeps its place,
+		// parked until it asks again.
 		a.mu.Lock()
 		a.fail = errRefused
 		a.mu.Unlock()
@@ -1244,7 +1251,9 @@ func TestPromise16_OneBudgetForTheApplication(t *testing.T) {
 		w.advance(time.Second)
 		require.Len(t, sentAt, 5)
 		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
-		require.Equal(t, 1200*time.Millisecond, sentAt[5], "a channel opened, and the bucket is full again")
+		require.Len(t, sentAt, 5, "a channel opened, but the refused sender is parked")
+		require.True(t, w.s.Reoffer(tickets[3]))
+		require.Equal(t, 1200*time.Millisecond, sentAt[5], "it asked again, and the bucket is full again")
 		require.Equal(t, 2, senders[3].offerCount())
 		require.Zero(t, w.s.Stats().SendersWaiting)
 	})
@@ -1436,10 +1445,11 @@ func TestPromise17_ClassBooking(t *testing.T) {
 				}
 			}}
 		}
-		schedule := func(snd *script, priority int, class string) {
+		schedule := func(snd *script, priority int, class string) offer.Ticket {
 			t.Helper()
-			_, err := w.s.ScheduleWith(snd, priority, offer.Options{Class: class})
+			tk, err := w.s.ScheduleWith(snd, priority, offer.Options{Class: class})
 			require.NoError(t, err)
+			return tk
 		}
 
 		// Alone, a sender may send only as much as its class has room for.
@@ -1449,7 +1459,7 @@ func TestPromise17_ClassBooking(t *testing.T) {
 
 		// A sender whose class is full is passed over, keeping its place.
 		fetch2 := greedy("fetch2")
-		schedule(fetch2, 5, "fetch")
+		fetch2Ticket := schedule(fetch2, 5, "fetch")
 		schedule(greedy("ledger1"), 0, "ledger")
 		schedule(greedy("tx1"), 0, "tx")
 		schedule(greedy("plain"), 0, "")
@@ -1484,7 +1494,9 @@ func TestPromise17_ClassBooking(t *testing.T) {
 		// A timeout releases, and so does a disconnect; a notification
 		// holds its class until the peer has digested it.
 		w.advance(time.Second) // ledger1's and tx2's requests time out
-		require.Equal(t, 2, fetch2.offerCount(), "channels reopened: fetch2, which sent nothing, is offered again, and sends")
+		require.Equal(t, 1, fetch2.offerCount(), "fetch2, which sent nothing, is parked")
+		require.True(t, w.s.Reoffer(fetch2Ticket))
+		require.Equal(t, 2, fetch2.offerCount(), "fetch2 asked again, is offered again, and sends")
 		require.Equal(t, map[string]int{"total": 1, "ledger": 1, "fetch": 1, "tx": 0}, held(), "the timeouts released theirs")
 		schedule(&script{onOffer: func(o offer.Offer) { require.NoError(t, o.Notify(0, "n", 50*time.Millisecond)) }}, 0, "tx")
 		require.Equal(t, map[string]int{"total": 2, "ledger": 1, "fetch": 1, "tx": 1}, held())

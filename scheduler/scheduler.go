@@ -35,6 +35,20 @@
 //     cheaper and, on a simulated clock, deterministic, at the price of host
 //     goroutines running other components' callbacks.
 //
+// # Waiting senders
+//
+// Senders are matched to channels, not polled. A sender says what it wants
+// when it is scheduled (offer.Options: peers to avoid, the only peers it
+// may use, how many channels it wants to choose from), and an offer goes to
+// it only when enough channels it wants are open, listing only those. A
+// sender that sends nothing through an offer keeps its place but is
+// parked: it has nothing to send, so it is offered nothing more until it
+// calls Reoffer, which keeps its place and priority, and its next offer
+// lists the channels open then. A channel opening therefore costs
+// O(log N) in the N waiting senders, not a call to every one of them
+// (package offer says more); Stats.SendersParked counts the parked
+// senders, so one that never asks again does not starve unseen.
+//
 // # Traffic control
 //
 // Three controls decide how much is sent, on top of the offers' fairness;
@@ -98,6 +112,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -259,6 +274,7 @@ type Scheduler struct {
 	// broken invariant, which the tests check never happens.
 	bookingErrors uint64
 	choices       []peerpool.Choice // scratch for building offers
+	opened        []peer.ID         // scratch for waking the senders set aside
 	// counts counts every message and response; peers counts them by peer,
 	// adding up to counts (see peerstats.go). Every event they count holds
 	// this lock, and most hold requestsMu too.
@@ -503,23 +519,30 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 	return s.ScheduleWith(snd, priority, offer.Options{})
 }
 
-// ScheduleWith is Schedule with the sender's terms in opts: its class and
-// the size of its messages (see offer.Options). A sender whose class, or
-// any ancestor, has as many messages in flight as its limit is passed over
-// while it is, keeping its place; once a message of the class ends it
-// comes first again among those behind it. Its offers let it send only as
-// many messages as the class has room for, and as the byte budget
+// ScheduleWith is Schedule with the sender's terms in opts: its class, the
+// size of its messages, and its wants (see offer.Options). A sender whose
+// class, or any ancestor, has as many messages in flight as its limit is
+// passed over while it is, keeping its place; once a message of the class
+// ends it comes first again among those behind it. Its offers let it send
+// only as many messages as the class has room for, and as the byte budget
 // (Budget.ByteRate) pays for at the size it declares; while the byte
 // budget cannot pay for one, the sender waits, keeping its place, and so
-// do the senders behind it (see Budget). It fails, changing nothing, with
-// offer.ErrNilSender, ErrBadBytes (a negative size, or one above the byte
-// budget's ByteBurst), ErrStopped, limit.ErrUnknownClass (a class not
-// declared in Config.Classes) or offer.ErrTooManySenders.
+// do the senders behind it (see Budget). A sender with wants is offered
+// only the channels it wants, and only when at least MinChannels of them
+// are open; until then it is passed over, keeping its place. It fails,
+// changing nothing, with offer.ErrNilSender, ErrBadBytes (a negative size,
+// or one above the byte budget's ByteBurst), ErrBadWants (a negative
+// MinChannels, one above MaxOfferChannels, or every Only peer avoided),
+// ErrStopped, limit.ErrUnknownClass (a class not declared in
+// Config.Classes) or offer.ErrTooManySenders.
 func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error) {
 	if snd == nil {
 		return 0, offer.ErrNilSender
 	}
 	if err := s.budget.checkBytes(opts.Bytes); err != nil {
+		return 0, err
+	}
+	if err := s.checkWants(&opts); err != nil {
 		return 0, err
 	}
 	s.offersMu.Lock()
@@ -548,9 +571,52 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 	if s.byteBucket != nil && opts.Bytes > 0 {
 		s.queue.SetBytes(t, opts.Bytes)
 	}
+	s.queue.SetWants(t, opts.Only, opts.Avoid, opts.MinChannels)
 	s.offersMu.Unlock()
 	s.wantOffers()
 	return t, nil
+}
+
+// checkWants returns an error wrapping ErrBadWants if a sender with the
+// wants in opts could never be offered anything.
+func (s *Scheduler) checkWants(opts *offer.Options) error {
+	switch {
+	case opts.MinChannels < 0:
+		return fmt.Errorf("%w: MinChannels %d", ErrBadWants, opts.MinChannels)
+	case opts.MinChannels > s.maxOffer:
+		return fmt.Errorf("%w: MinChannels %d, above MaxOfferChannels %d", ErrBadWants, opts.MinChannels, s.maxOffer)
+	}
+	if len(opts.Only) == 0 {
+		return nil
+	}
+	for _, id := range opts.Only {
+		if !slices.Contains(opts.Avoid, id) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: every peer in Only is in Avoid", ErrBadWants)
+}
+
+// Reoffer asks for another offer to the sender named t, which keeps its
+// place in the queue and its priority: it is how a sender that sent
+// nothing through an offer, and so was parked, says it has something to
+// send again (see offer.Sender). A parked sender is offered channels again
+// as soon as its turn comes, possibly before Reoffer returns. Called while
+// an offer to the sender is open (from inside its OnOffer, say) or its
+// sends are in progress, it keeps that offer's end from parking the
+// sender. For a sender waiting for an offer already it changes nothing.
+// It returns whether the sender was waiting: false, changing nothing, if
+// it has left (by a send, a withdrawal or a discard) or t names none.
+func (s *Scheduler) Reoffer(t offer.Ticket) bool {
+	s.offersMu.Lock()
+	live, open := s.book.Live()
+	if !s.queue.Reoffer(t, open && live == t) {
+		s.offersMu.Unlock()
+		return false
+	}
+	s.offersMu.Unlock()
+	s.wantOffers()
+	return true
 }
 
 // WithdrawSender takes the sender named t out of the queue. It returns true

@@ -10,10 +10,15 @@ import (
 // Stats is a consistent snapshot of the scheduler: every field was read at
 // the same moment. Its counters only grow; PeerStats has them by peer.
 type Stats struct {
-	Peers            int // connected peers
-	ChannelsOpen     int // channels that may carry a message now
-	ChannelsClosed   int // channels carrying a request, or digesting a notification
-	SendersWaiting   int
+	Peers          int // connected peers
+	ChannelsOpen   int // channels that may carry a message now
+	ChannelsClosed int // channels carrying a request, or digesting a notification
+	SendersWaiting int // in the queue, parked ones included
+	// SendersParked counts the waiting senders that sent nothing through
+	// their last offer and are offered nothing more until they call
+	// Reoffer (see offer.Sender): a count that only grows points at a
+	// sender that declines and never asks again.
+	SendersParked    int
 	RequestsInFlight int // sent and not yet ended, withdrawn ones included
 
 	Sent         uint64 // requests the host accepted
@@ -60,6 +65,7 @@ func (s *Scheduler) Stats() Stats {
 		ChannelsOpen:     s.pool.Open(),
 		ChannelsClosed:   s.pool.ClosedChannels(),
 		SendersWaiting:   s.queue.Len(),
+		SendersParked:    s.queue.Parked(),
 		RequestsInFlight: s.table.Len(),
 		Sent:             c.sent,
 		Notified:         c.notified,

@@ -29,18 +29,21 @@ import (
 //	connect <peer> <channels>
 //	disconnect <peer>
 //	fail <peer> on|off                      the host refuses sends to peer
-//	schedule <sender> [prio=N] [timeout=D] [digest=D] <plan>...
+//	schedule <sender> [prio=N] [timeout=D] [digest=D] [only=P,...] [avoid=P,...] [min=N] <plan>...
 //	respond <peer> <request> [payload]
 //	advance <duration>
 //	withdraw <sender or request>
+//	reoffer <sender>
 //	stop
 //	stats
 //
 // A sender's plan says what it does with each offer in turn; once the plan
 // is used up it declines. A step aimed at a peer that the offer does not
 // list is kept for the next offer. Steps: decline, request, request@<peer>,
-// request-all, notify, notify@<peer>. Requests are named r1, r2, ... in the
-// order they are sent.
+// request-all, notify, notify@<peer>, and again (decline, asking for
+// another offer from inside this one). Requests are named r1, r2, ... in
+// the order they are sent. only, avoid and min are the sender's wants
+// (offer.Options).
 var update = flag.Bool("update", false, "rewrite the expected output of transcript tests")
 
 func TestTranscripts(t *testing.T) {
@@ -202,6 +205,8 @@ func (r *transcriptRunner) run(command string) string {
 		synctest.Wait()
 		r.clock.Add(d)
 		synctest.Wait()
+	case "reoffer":
+		r.printf("reoffered: %v", r.s.Reoffer(r.senders[args[1]]))
 	case "withdraw":
 		if t, ok := r.senders[args[1]]; ok {
 			r.printf("withdrawn: %v", r.s.WithdrawSender(t))
@@ -212,7 +217,8 @@ func (r *transcriptRunner) run(command string) string {
 		r.s.Stop()
 	case "stats":
 		st := r.s.Stats()
-		r.printf("peers=%d open=%d closed=%d waiting=%d inflight=%d", st.Peers, st.ChannelsOpen, st.ChannelsClosed, st.SendersWaiting, st.RequestsInFlight)
+		r.printf("peers=%d open=%d closed=%d waiting=%d parked=%d inflight=%d", st.Peers, st.ChannelsOpen, st.ChannelsClosed,
+			st.SendersWaiting, st.SendersParked, st.RequestsInFlight)
 		r.printf("sent=%d notified=%d ok=%d timeout=%d disconnected=%d shutdown=%d late=%d unknown=%d wrong-peer=%d duplicate=%d",
 			st.Sent, st.Notified, st.Succeeded, st.TimedOut, st.Disconnected, st.Shutdown, st.Late, st.Unknown, st.WrongPeer, st.Duplicate)
 	default:
@@ -223,6 +229,7 @@ func (r *transcriptRunner) run(command string) string {
 
 func (r *transcriptRunner) schedule(name string, args []string) {
 	priority, timeout, digest := 0, 10*time.Second, time.Second
+	var opts offer.Options
 	var plan []string
 	for _, a := range args {
 		key, value, isOption := strings.Cut(a, "=")
@@ -236,13 +243,23 @@ func (r *transcriptRunner) schedule(name string, args []string) {
 			timeout, err = time.ParseDuration(value)
 		case key == "digest":
 			digest, err = time.ParseDuration(value)
+		case key == "only":
+			for _, id := range strings.Split(value, ",") {
+				opts.Only = append(opts.Only, peer.ID(id))
+			}
+		case key == "avoid":
+			for _, id := range strings.Split(value, ",") {
+				opts.Avoid = append(opts.Avoid, peer.ID(id))
+			}
+		case key == "min":
+			opts.MinChannels, err = strconv.Atoi(value)
 		default:
 			r.t.Fatalf("unknown option %q", a)
 		}
 		require.NoError(r.t, err)
 	}
 	snd := &transcriptSender{r: r, name: name, plan: plan, timeout: timeout, digest: digest}
-	ticket, err := r.s.Schedule(snd, priority)
+	ticket, err := r.s.ScheduleWith(snd, priority, opts)
 	if err != nil {
 		r.printf("error: %v", err)
 		return
@@ -274,6 +291,8 @@ func (ts *transcriptSender) OnOffer(o offer.Offer) {
 	switch action {
 	case "decline":
 		r.printf("  %s declines", ts.name)
+	case "again":
+		r.printf("  %s declines and asks again: %v", ts.name, r.s.Reoffer(r.senders[ts.name]))
 	case "request", "notify":
 		for i := range o.Len() {
 			if c, _ := o.Channel(i); target == "" || string(c.Peer) == target {

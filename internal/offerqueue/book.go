@@ -40,11 +40,10 @@ type offerRecord struct {
 	generation uint64
 	ticket     Ticket
 	sender     Sender
-	openings   uint64 // the pool's openings count when the offer was made
-	inProgress int    // sends begun whose host send has not returned
-	sent       bool   // a send through this offer succeeded: the sender has left
-	closed     bool   // the offer's OnOffer has returned
-	discard    bool   // the scheduler stopped: discard the sender unless it sends
+	inProgress int  // sends begun whose host send has not returned
+	sent       bool // a send through this offer succeeded: the sender has left
+	closed     bool // the offer's OnOffer has returned
+	discard    bool // the scheduler stopped: discard the sender unless it sends
 }
 
 // Exit says what the scheduler must do with an offered sender after a step
@@ -57,8 +56,8 @@ const (
 	// LeftBySend: the sender's first send succeeded. It leaves the queue now.
 	LeftBySend
 	// Declined: the offer ended with no send. The sender keeps its place
-	// and is passed over until another channel opens, or is discarded if
-	// the scheduler stopped meanwhile (see Decision.Discard).
+	// and is parked until it asks for another offer (see Queue), or is
+	// discarded if the scheduler stopped meanwhile (see Decision.Discard).
 	Declined
 	// Held: the offer closed with sends in progress and none succeeded yet.
 	// The sender must not be offered again until they finish.
@@ -67,20 +66,18 @@ const (
 
 // Decision is the outcome of a step of an offer for its sender.
 type Decision struct {
-	Exit     Exit
-	Ticket   Ticket
-	Sender   Sender // set when Discard is
-	Openings uint64 // the openings count the declined offer was made at
+	Exit   Exit
+	Ticket Ticket
+	Sender Sender // set when Discard is
 	// Discard is set with Declined when the scheduler stopped while the
 	// offer was undecided: the sender gets OnDiscard instead of its place.
 	Discard bool
 }
 
 // Open starts a new offer to the sender named ticket, listing choices (copied)
-// and allowing size sends, and returns its generation. openings is the pool's
-// openings count at this moment, which the sender is passed over at if it
-// declines. The previous offer must have been closed.
-func (b *Book) Open(ticket Ticket, snd Sender, openings uint64, choices []peerpool.Choice, size int) uint64 {
+// and allowing size sends, and returns its generation. The previous offer
+// must have been closed.
+func (b *Book) Open(ticket Ticket, snd Sender, choices []peerpool.Choice, size int) uint64 {
 	b.generation++
 	b.live, b.expired = true, false
 	n := len(choices)
@@ -103,7 +100,7 @@ func (b *Book) Open(ticket Ticket, snd Sender, openings uint64, choices []peerpo
 	b.claims = 0
 	b.undecided = append(b.undecided, offerRecord{})
 	r := &b.undecided[len(b.undecided)-1]
-	r.generation, r.ticket, r.sender, r.openings = b.generation, ticket, snd, openings
+	r.generation, r.ticket, r.sender = b.generation, ticket, snd
 	return b.generation
 }
 
@@ -254,7 +251,7 @@ func (b *Book) settle(i int) Decision {
 	if r.sent {
 		return Decision{Exit: Undecided, Ticket: r.ticket} // it left by its first send
 	}
-	d := Decision{Exit: Declined, Ticket: r.ticket, Openings: r.openings, Discard: r.discard}
+	d := Decision{Exit: Declined, Ticket: r.ticket, Discard: r.discard}
 	if r.discard {
 		d.Sender = r.sender
 	}

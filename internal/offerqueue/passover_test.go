@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/peersched/peersched/peer"
 )
 
 // streams makes offers from a queue in which every level in prios always has
@@ -20,7 +22,7 @@ func streams(k int, prios []int, offers int) []int {
 	}
 	var got []int
 	for range offers {
-		t, s, ok := q.Next(1, nil)
+		t, s, ok := q.Next(nil, someOpen)
 		if !ok {
 			break
 		}
@@ -92,26 +94,52 @@ func TestPassOverBounds(t *testing.T) {
 	}
 }
 
-// TestPassOverWaitsForAnOfferableSender: a starving level whose senders have
-// all declined stays starving, and takes the first offer after an opening
-// makes one of them offerable again, ahead of the higher level.
+// TestPassOverWaitsForAnOfferableSender: a starving level whose senders are
+// all parked stays starving, and takes the first offer after a Reoffer
+// makes one of them offerable again, ahead of the higher level; so does a
+// level whose senders were set aside for their wants, once a channel they
+// want opens.
 func TestPassOverWaitsForAnOfferableSender(t *testing.T) {
-	var q Queue
-	q.SetPassOverLimit(2)
-	low := q.Push(named("low"), 0)
-	q.Decline(low, 1)
-	for range 5 {
-		hi := q.Push(named("high"), 1)
-		got, s, ok := q.Next(1, nil)
+	t.Run("parked", func(t *testing.T) {
+		var q Queue
+		q.SetPassOverLimit(2)
+		low := q.Push(named("low"), 0)
+		q.Decline(low)
+		for range 5 {
+			hi := q.Push(named("high"), 1)
+			got, s, ok := q.Next(nil, someOpen)
+			require.True(t, ok)
+			require.Equal(t, hi, got, "low is parked: %v goes first", s)
+			q.Offered(got)
+			q.Remove(got)
+		}
+		q.Push(named("high"), 1)
+		require.True(t, q.Reoffer(low, false))
+		got, _, ok := q.Next(nil, someOpen)
 		require.True(t, ok)
-		require.Equal(t, hi, got, "low declined at openings 1: %v goes first", s)
-		q.Offered(got)
-		q.Remove(got)
-	}
-	q.Push(named("high"), 1)
-	got, _, ok := q.Next(2, nil)
-	require.True(t, ok)
-	require.Equal(t, low, got, "after five pass-overs, low goes first once it may be offered again")
+		require.Equal(t, low, got, "after five pass-overs, low goes first once it may be offered again")
+	})
+	t.Run("set aside", func(t *testing.T) {
+		var q Queue
+		q.SetPassOverLimit(2)
+		low := q.Push(named("low"), 0)
+		q.SetWants(low, []peer.ID{"B"}, nil, 0)
+		open := channels{"A": 1}
+		for range 5 {
+			hi := q.Push(named("high"), 1)
+			got, s, ok := q.Next(nil, open)
+			require.True(t, ok)
+			require.Equal(t, hi, got, "low wants B, which is closed: %v goes first", s)
+			q.Offered(got)
+			q.Remove(got)
+		}
+		q.Push(named("high"), 1)
+		open["B"] = 1
+		q.Opened("B")
+		got, _, ok := q.Next(nil, open)
+		require.True(t, ok)
+		require.Equal(t, low, got, "after five pass-overs, low goes first once B opens")
+	})
 }
 
 // TestPassOverForgetsAnEmptiedLevel: a level that empties loses its count;
@@ -128,29 +156,40 @@ func TestPassOverForgetsAnEmptiedLevel(t *testing.T) {
 	q.Remove(low)
 	low = q.Push(named("low"), 0)
 	hi := q.Push(named("high"), 1)
-	got, _, _ := q.Next(1, nil)
+	got, _, _ := q.Next(nil, someOpen)
 	require.Equal(t, hi, got, "the new low level has not been passed over yet")
 	_ = low
 }
 
 // TestPassOverRandomised drives queues with random pushes, removals,
-// declines and openings, and checks the bound on a level's wait against a
-// direct count: a level is passed over fewer than k + 2n − 1 times in a row
-// while it has a sender that may be offered channels.
+// declines (which park), reoffers, wants and openings, and checks the bound
+// on a level's wait against a direct count: a level is passed over fewer
+// than k + 2n − 1 times in a row while it has a sender that may be offered
+// channels, parked and set-aside senders around it notwithstanding.
 func TestPassOverRandomised(t *testing.T) {
-	for seed := range uint64(200) {
+	peers := []peer.ID{"A", "B", "C"}
+	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		k, n := 1+rng.IntN(4), 1+rng.IntN(4)
 		var q Queue
 		q.SetPassOverLimit(k)
 		var tickets []Ticket
 		waited := map[int]int{} // offers since the level's last, while it had an offerable sender
-		openings := uint64(1)
-		for range 300 {
-			switch r := rng.IntN(10); {
+		open := channels{"A": 1}
+		for range 400 {
+			switch r := rng.IntN(12); {
 			case r < 4:
 				p := rng.IntN(n)
-				tickets = append(tickets, q.Push(named(fmt.Sprint(p)), p))
+				tk := q.Push(named(fmt.Sprint(p)), p)
+				if rng.IntN(3) == 0 { // wants one of the peers, or avoids one
+					id := peers[rng.IntN(len(peers))]
+					if rng.IntN(2) == 0 {
+						q.SetWants(tk, []peer.ID{id}, nil, 0)
+					} else {
+						q.SetWants(tk, nil, []peer.ID{id}, 0)
+					}
+				}
+				tickets = append(tickets, tk)
 			case r < 5 && len(tickets) > 0:
 				i := rng.IntN(len(tickets))
 				if s, ok := q.Remove(tickets[i]); ok {
@@ -161,19 +200,28 @@ func TestPassOverRandomised(t *testing.T) {
 					}
 				}
 				tickets = append(tickets[:i], tickets[i+1:]...)
-			case r < 6:
-				openings++
+			case r < 6 && len(tickets) > 0:
+				q.Reoffer(tickets[rng.IntN(len(tickets))], false)
+			case r < 7: // a peer's channel opens, or one closes
+				id := peers[rng.IntN(len(peers))]
+				if rng.IntN(2) == 0 {
+					open[id]++
+					q.Opened(id)
+				} else if open[id] > 0 {
+					open[id]--
+				}
 			default:
-				offerable := offerableLevels(&q, openings)
-				tk, s, ok := q.Next(openings, nil)
+				offerable := offerableLevels(&q, open)
+				tk, s, ok := q.Next(nil, open)
 				if !ok {
 					require.Empty(t, offerable, "seed %d: Next found none", seed)
 					continue
 				}
 				var p int
 				fmt.Sscan(string(s.(named)), &p)
+				require.True(t, offerable[p], "seed %d: offered a sender of level %d, which has none that may be", seed, p)
 				q.Offered(tk)
-				q.Decline(tk, openings)
+				q.Decline(tk)
 				for lv := range offerable {
 					if lv == p {
 						waited[lv] = 0
@@ -198,12 +246,21 @@ func levelWaiting(q *Queue, p int) bool {
 	return false
 }
 
-// offerableLevels returns the priorities with a sender Next could offer to.
-func offerableLevels(q *Queue, openings uint64) map[int]bool {
+// offerableLevels returns the priorities with a sender Next could offer to,
+// found the slow way: every sender of the level, in its list, that is
+// neither parked nor held and whose wants the open channels meet (a sender
+// set aside has unmet wants, which this checks again).
+func offerableLevels(q *Queue, open Channels) map[int]bool {
 	out := map[int]bool{}
 	for _, lv := range q.levels {
-		if q.firstOffered(lv.head, openings, nil) >= 0 {
-			out[lv.priority] = true
+		for slot := lv.head; slot >= 0; slot = q.nodes[slot].next {
+			node := &q.nodes[slot]
+			if node.state == parked || node.state == held {
+				continue
+			}
+			if node.wants == nil || node.wants.met(open) {
+				out[lv.priority] = true
+			}
 		}
 	}
 	return out

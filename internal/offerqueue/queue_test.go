@@ -19,31 +19,171 @@ type named string
 func (named) OnOffer(offer.Offer) {}
 func (named) OnDiscard()          {}
 
+// channels is a view of open channels for Queue.Next: each peer's count.
+type channels map[peer.ID]int
+
+func (c channels) Open() (n int) {
+	for _, k := range c {
+		n += k
+	}
+	return n
+}
+
+func (c channels) OpenOf(id peer.ID) int { return c[id] }
+
+// someOpen is one open channel, to a peer nobody names.
+var someOpen = channels{"any": 1}
+
 // order drains what Next would offer, declining each so the next comes up.
-func order(q *Queue, openings uint64) []string {
+func order(q *Queue) []string {
 	var out []string
 	for {
-		t, s, ok := q.Next(openings, nil)
+		t, s, ok := q.Next(nil, someOpen)
 		if !ok {
 			return out
 		}
 		out = append(out, string(s.(named)))
-		q.Decline(t, openings)
+		q.Decline(t)
 	}
 }
 
 func TestQueueOrdersByPriorityThenArrival(t *testing.T) {
 	var q Queue
+	var tickets []Ticket
 	for _, s := range []struct {
 		name string
 		prio int
 	}{{"low1", -1}, {"mid1", 0}, {"high", 7}, {"mid2", 0}, {"low2", -1}} {
-		q.Push(named(s.name), s.prio)
+		tickets = append(tickets, q.Push(named(s.name), s.prio))
 	}
 	require.Equal(t, 5, q.Len())
-	require.Equal(t, []string{"high", "mid1", "mid2", "low1", "low2"}, order(&q, 1))
-	require.Empty(t, order(&q, 1), "everyone declined at openings 1")
-	require.Equal(t, []string{"high", "mid1", "mid2", "low1", "low2"}, order(&q, 2), "a new opening makes them all eligible, in their places")
+	require.Equal(t, []string{"high", "mid1", "mid2", "low1", "low2"}, order(&q))
+	require.Empty(t, order(&q), "everyone declined, and is parked")
+	require.Equal(t, 5, q.Len(), "parked senders keep their places")
+	require.Equal(t, 5, q.Parked())
+	for _, i := range []int{4, 3, 1, 0, 2} { // in no particular order
+		require.True(t, q.Reoffer(tickets[i], false))
+	}
+	require.Zero(t, q.Parked())
+	require.Equal(t, []string{"high", "mid1", "mid2", "low1", "low2"}, order(&q), "reoffered, each is back in its place")
+}
+
+// TestQueueReofferKeepsThePlace: a parked sender asks again and goes back
+// ahead of those that came after it; a Reoffer during its offer (or while
+// its sends are in progress) keeps the offer's end from parking it; one
+// that is ready already changes nothing; a stale ticket is refused.
+func TestQueueReofferKeepsThePlace(t *testing.T) {
+	var q Queue
+	a := q.Push(named("a"), 0)
+	b := q.Push(named("b"), 0)
+	tk, _, _ := q.Next(nil, someOpen)
+	require.Equal(t, a, tk)
+	q.Decline(a)
+	c := q.Push(named("c"), 0)
+	require.Equal(t, []string{"b", "c"}, order(&q))
+	require.True(t, q.Reoffer(c, false))
+	require.True(t, q.Reoffer(a, false))
+	require.Equal(t, []string{"a", "c"}, order(&q), "a is ahead of c, which came later")
+
+	require.True(t, q.Reoffer(b, false))
+	tk, _, _ = q.Next(nil, someOpen)
+	require.Equal(t, b, tk)
+	require.True(t, q.Reoffer(b, true), "during its offer")
+	q.Decline(b)
+	require.Equal(t, 2, q.Parked(), "b was not parked")
+	tk, _, _ = q.Next(nil, someOpen)
+	require.Equal(t, b, tk, "and is offered again")
+	q.Hold(b)
+	require.True(t, q.Reoffer(b, false), "while its sends are in progress")
+	_, _, ok := q.Next(nil, someOpen)
+	require.False(t, ok, "held")
+	q.Decline(b)
+	require.Equal(t, []string{"b"}, order(&q), "its sends failed: not parked, offered again")
+	require.Equal(t, 3, q.Parked())
+
+	d := q.Push(named("d"), 0)
+	require.True(t, q.Reoffer(d, false), "ready already")
+	require.Equal(t, []string{"d"}, order(&q), "one offer, not two")
+	q.Remove(d)
+	require.False(t, q.Reoffer(d, false), "gone")
+	require.Equal(t, 3, q.Parked())
+	q.Remove(a)
+	require.Equal(t, 2, q.Parked(), "a parked sender that leaves is no longer counted")
+}
+
+// TestQueueWaitForOpening: a sender that asked, during its offer, to wait
+// for an opening is not parked when it declines: it is set aside and ready
+// again at the next opening of any peer it does not avoid.
+func TestQueueWaitForOpening(t *testing.T) {
+	var q Queue
+	a := q.Push(named("a"), 0)
+	q.SetWants(a, nil, []peer.ID{"X"}, 0)
+	tk, _, _ := q.Next(nil, someOpen)
+	require.Equal(t, a, tk)
+	q.WaitForOpening(a)
+	q.Decline(a)
+	require.Zero(t, q.Parked())
+	require.True(t, q.SetAside())
+	require.Empty(t, order(&q), "waiting for an opening")
+	q.Opened("X")
+	require.Empty(t, order(&q), "X is avoided: its opening is not one for a")
+	q.Opened("Y")
+	require.Equal(t, []string{"a"}, order(&q), "Y opened; then it declined again, and is parked")
+	require.Equal(t, 1, q.Parked())
+}
+
+// TestQueueMatchesWants: a sender whose wants the open channels do not
+// meet is passed over, keeping its place, and is offered again when a
+// channel opens that may meet them, not before: Only peers, Avoid peers,
+// and MinChannels.
+func TestQueueMatchesWants(t *testing.T) {
+	var q Queue
+	type want struct {
+		only, avoid []peer.ID
+		min         int
+	}
+	wants := map[string]want{"onlyB": {only: []peer.ID{"B", "B"}}, "notA": {avoid: []peer.ID{"A"}}, "two": {min: 2}}
+	push := func(name string) Ticket {
+		tk := q.Push(named(name), 0)
+		w := wants[name]
+		q.SetWants(tk, w.only, w.avoid, w.min)
+		return tk
+	}
+	onlyB := push("onlyB")
+	push("notA")
+	push("two")
+	push("plain")
+
+	open := channels{"A": 1}
+	next := func() string {
+		tk, s, ok := q.Next(nil, open)
+		if !ok {
+			return ""
+		}
+		q.Remove(tk)
+		push(string(s.(named))) // sent, and scheduled again at the back
+		return string(s.(named))
+	}
+	only, avoid := q.Wants(onlyB)
+	require.Equal(t, []peer.ID{"B"}, only)
+	require.Empty(t, avoid)
+	require.Equal(t, "plain", next(), "only A is open: nobody else may have it")
+	require.True(t, q.SetAside())
+	open["A"] = 2
+	require.Equal(t, "plain", next(), "the others were set aside, and nothing has woken them yet")
+	q.Opened("A")
+	require.Equal(t, "two", next(), "two woke for A's opening, ahead of plain")
+	open["B"] = 1
+	q.Opened("B")
+	require.Equal(t, "onlyB", next())
+	require.Equal(t, "notA", next())
+	require.Equal(t, "plain", next())
+	open = channels{"A": 1}
+	require.Equal(t, "plain", next())
+	q.Opened("C") // a peer nobody waits for: wakes notA and two, which are unmet still
+	require.Equal(t, "plain", next())
+	require.Equal(t, 4, q.Len())
+	require.Zero(t, q.Parked(), "set aside is not parked")
 }
 
 func TestQueueRemoveAndStaleTickets(t *testing.T) {
@@ -65,14 +205,14 @@ func TestQueueRemoveAndStaleTickets(t *testing.T) {
 	d := q.Push(named("d"), 0) // reuses b's slot with a new generation
 	require.NotEqual(t, b, d)
 	require.False(t, q.Contains(b))
-	require.Equal(t, []string{"c", "a", "d"}, order(&q, 1))
+	require.Equal(t, []string{"c", "a", "d"}, order(&q))
 
 	_, ok = q.Remove(c)
 	require.True(t, ok)
 	require.Equal(t, []Sender{named("a"), named("d")}, q.RemoveAll(nil))
 	require.Zero(t, q.Len())
 	require.False(t, q.Contains(a))
-	_, _, ok = q.Next(99, nil)
+	_, _, ok = q.Next(nil, someOpen)
 	require.False(t, ok)
 }
 
@@ -125,7 +265,7 @@ func TestQueuePassesOverFullClasses(t *testing.T) {
 	pass := classes.NewPass()
 	next := func() string {
 		pass.Reset()
-		_, s, ok := q.Next(1, pass)
+		_, s, ok := q.Next(pass, someOpen)
 		if !ok {
 			return ""
 		}
@@ -165,10 +305,10 @@ func TestQueuePassesOverFullClasses(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 	require.NoError(t, classes.Release(id("fetch")))
-	_, _, ok = q2.Next(1, pass)
+	_, _, ok = q2.Next(pass, someOpen)
 	require.False(t, ok, "neither is offered in this pass")
 	pass.Reset()
-	_, s, ok := q2.Next(1, pass)
+	_, s, ok := q2.Next(pass, someOpen)
 	require.True(t, ok)
 	require.Equal(t, named("fetch-high"), s, "the next pass finds room, for the higher priority first")
 }
@@ -176,7 +316,7 @@ func TestQueuePassesOverFullClasses(t *testing.T) {
 func TestBookChecksEverySend(t *testing.T) {
 	var b Book
 	choices := []peerpool.Choice{{ID: "A"}, {ID: "B"}, {ID: "C"}}
-	gen := b.Open(42, named("s"), 7, choices, 2)
+	gen := b.Open(42, named("s"), choices, 2)
 	ticket, live := b.Live()
 	require.True(t, live)
 	require.Equal(t, Ticket(42), ticket)
@@ -215,7 +355,7 @@ func TestBookChecksEverySend(t *testing.T) {
 	require.False(t, live)
 
 	// The size never exceeds what the offer lists.
-	gen = b.Open(43, named("t"), 7, choices[:1], 5)
+	gen = b.Open(43, named("t"), choices[:1], 5)
 	require.Equal(t, 1, b.Status(gen).Size)
 }
 
@@ -257,7 +397,7 @@ func TestBookDecidesEachExit(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var b Book
-			gen := b.Open(9, named("s"), 3, []peerpool.Choice{{ID: "A"}, {ID: "B"}}, 2)
+			gen := b.Open(9, named("s"), []peerpool.Choice{{ID: "A"}, {ID: "B"}}, 2)
 			for k, st := range c.steps {
 				var d Decision
 				switch st.op {
@@ -281,7 +421,7 @@ func TestBookDecidesEachExit(t *testing.T) {
 				}
 				require.Equal(t, st.want, d.Exit, "step %d (%s)", k, st.op)
 				if d.Exit == Declined {
-					require.Equal(t, Decision{Exit: Declined, Ticket: 9, Openings: 3}, d)
+					require.Equal(t, Decision{Exit: Declined, Ticket: 9}, d)
 				}
 			}
 			require.Zero(t, b.InProgress())
@@ -294,7 +434,7 @@ func TestBookDiscardsAStoppedSenderUnlessItSends(t *testing.T) {
 	for _, sends := range []bool{false, true} {
 		var b Book
 		snd := named("s")
-		gen := b.Open(9, snd, 3, []peerpool.Choice{{ID: "A"}}, 1)
+		gen := b.Open(9, snd, []peerpool.Choice{{ID: "A"}}, 1)
 		_, err := b.Claim(gen, 0)
 		require.NoError(t, err)
 		require.Equal(t, Held, b.Close(gen).Exit)
@@ -305,7 +445,7 @@ func TestBookDiscardsAStoppedSenderUnlessItSends(t *testing.T) {
 		if sends {
 			require.Equal(t, Decision{Exit: LeftBySend, Ticket: 9}, d)
 		} else {
-			require.Equal(t, Decision{Exit: Declined, Ticket: 9, Openings: 3, Discard: true, Sender: snd}, d)
+			require.Equal(t, Decision{Exit: Declined, Ticket: 9, Discard: true, Sender: snd}, d)
 		}
 	}
 }

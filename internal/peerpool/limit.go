@@ -83,5 +83,6 @@ func (pl *Pool) setLimit(slot int32, r *record, n int32) {
 	}
 	if after > before {
 		pl.opened++ // new channels: a sender that declined may want them
+		pl.grow(slot, r)
 	}
 }

@@ -3,7 +3,11 @@ package peerpool
 // This file keeps Pool.order, a binary min-heap of the slots of peers that
 // have at least one open channel, and picks the best channels from it.
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/peersched/peersched/peer"
+)
 
 // less reports whether the peer at order[i] should be offered before the
 // peer at order[j]: the ranking Best's candidates use, with nothing picked.
@@ -104,7 +108,14 @@ func (pl *Pool) candidate(slot int32) pickCandidate {
 // node) most picks come from the FIFO at O(1); each peer's first pick costs
 // O(log n). The whole is O(n log n) at worst for n channels returned,
 // independent of the number of peers.
-func (pl *Pool) Best(dst []Choice, max int) []Choice {
+func (pl *Pool) Best(dst []Choice, max int) []Choice { return pl.BestOf(dst, max, nil, nil) }
+
+// BestOf is Best over the channels of the peers in only (of every peer if
+// only is empty) that are not in avoid: the same channels in the same
+// order as Best lists them, less the others. With only, it starts from
+// those peers instead of the heap's root, at O(k log k) for k of them; with
+// avoid, it walks past the avoided peers, at O(log n) more for each.
+func (pl *Pool) BestOf(dst []Choice, max int, only, avoid []peer.ID) []Choice {
 	if max <= 0 || max > pl.open {
 		max = pl.open
 	}
@@ -116,17 +127,27 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 	// was a quarter of Best.
 	base := len(dst)
 	dst = slices.Grow(dst, max)[:base+max]
-	if max == 1 {
+	if max == 1 && len(only) == 0 && len(avoid) == 0 {
 		// The best channel is the first of the peer at the root: nothing
 		// to rank. Under saturation every offer lists one channel, the one
 		// that just reopened, so this is the common case.
 		pl.fill(&dst[base], pl.order[0])
 		return dst
 	}
-	fresh := pl.pushCandidate(pl.fresh[:0], pl.candidate(pl.order[0]))
+	fresh := pl.fresh[:0]
+	if len(only) > 0 {
+		for i, id := range only {
+			slot, ok := pl.slotOf[id]
+			if ok && pl.records[slot].open() > 0 && !slices.Contains(only[:i], id) && !slices.Contains(avoid, id) {
+				fresh = pl.pushCandidate(fresh, pl.candidate(slot))
+			}
+		}
+	} else {
+		fresh = pl.pushCandidate(fresh, pl.candidate(pl.order[0]))
+	}
 	again, next := pl.again[:0], 0 // again[next:] is the FIFO
 	picked := 0
-	for ; picked < max; picked++ {
+	for picked < max {
 		var c pickCandidate
 		if next < len(again) && (len(fresh) == 0 || pl.candidateBefore(again[next], fresh[0])) {
 			c = again[next]
@@ -138,15 +159,21 @@ func (pl *Pool) Best(dst []Choice, max int) []Choice {
 			break // every open channel is listed
 		}
 		r := &pl.records[c.slot]
-		pl.fill(&dst[base+picked], c.slot)
 		if c.picked == 0 {
-			at := int(r.orderIndex)
-			for _, child := range [2]int{2*at + 1, 2*at + 2} {
-				if child < len(pl.order) {
-					fresh = pl.pushCandidate(fresh, pl.candidate(pl.order[child]))
+			if len(only) == 0 {
+				at := int(r.orderIndex)
+				for _, child := range [2]int{2*at + 1, 2*at + 2} {
+					if child < len(pl.order) {
+						fresh = pl.pushCandidate(fresh, pl.candidate(pl.order[child]))
+					}
 				}
 			}
+			if len(avoid) > 0 && slices.Contains(avoid, r.id) {
+				continue // its children are candidates; it is not
+			}
 		}
+		pl.fill(&dst[base+picked], c.slot)
+		picked++
 		if c.picked+1 < r.open() {
 			c.picked++
 			c.load++

@@ -71,6 +71,7 @@ type Pool struct {
 	seed    uint64            // the rank seed the tie keys and the RTT grid come from
 	grid    uint64            // rttGrid(seed), or 0 until first needed
 	closes  uint64            // Close calls that closed a channel, for the tie keys
+	grew    []int32           // slots of peers whose open channels grew since TakeOpened
 }
 
 type record struct {
@@ -82,6 +83,7 @@ type record struct {
 	closed      int32         // the messages it has in flight
 	orderIndex  int32         // position in Pool.order, or -1
 	rtt         time.Duration
+	grew        bool // in Pool.grew: its open channels grew since TakeOpened
 	// rank is the peer's RTT class on the pool's grid and its tie key
 	// (TieKey, or the sentKey of its last Close), packed (see rank).
 	rank uint64
@@ -146,6 +148,7 @@ func (pl *Pool) connect(p peer.Peer, id peer.ID, l limit.Limiter, channels int) 
 	pl.slotOf[id] = slot
 	pl.open += channels
 	pl.opened++
+	pl.grow(slot, r)
 	pl.pushOrder(slot)
 	return Ref{slot: slot, incarnation: next}, nil
 }
@@ -253,6 +256,7 @@ func (pl *Pool) release(slot int32, r *record, counted bool) bool {
 	if counted {
 		pl.opened++
 	}
+	pl.grow(slot, r)
 	if wasFull {
 		pl.pushOrder(slot)
 	} else {
@@ -321,6 +325,49 @@ func (pl *Pool) rttGrid() uint64 {
 		pl.grid = rttGrid(pl.seed)
 	}
 	return pl.grid
+}
+
+// grow records that the open channels of the peer in slot, whose record is
+// r, grew.
+func (pl *Pool) grow(slot int32, r *record) {
+	if !r.grew {
+		r.grew = true
+		pl.grew = append(pl.grew, slot)
+	}
+}
+
+// TakeOpened appends to dst the IDs of the connected peers whose open
+// channels grew (they connected, a message ended and its channel opened,
+// their limit rose) since the last TakeOpened or ForgetOpened, each once,
+// and forgets them. It lets a waiting sender that wants channels of a peer
+// be told when there may be some.
+func (pl *Pool) TakeOpened(dst []peer.ID) []peer.ID {
+	for _, slot := range pl.grew {
+		if r := &pl.records[slot]; r.grew {
+			r.grew = false
+			dst = append(dst, r.id)
+		}
+	}
+	pl.grew = pl.grew[:0]
+	return dst
+}
+
+// ForgetOpened forgets the peers TakeOpened would return.
+func (pl *Pool) ForgetOpened() {
+	for _, slot := range pl.grew {
+		pl.records[slot].grew = false
+	}
+	pl.grew = pl.grew[:0]
+}
+
+// OpenOf returns how many open channels the peer named id has: 0 if it is
+// not connected.
+func (pl *Pool) OpenOf(id peer.ID) int {
+	slot, ok := pl.slotOf[id]
+	if !ok {
+		return 0
+	}
+	return int(pl.records[slot].open())
 }
 
 // Openings counts channel openings so far (a connect counts as one). A change

@@ -3,6 +3,7 @@ package peerpool
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -372,6 +373,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 	var pl Pool
 	refs := map[peer.ID]Ref{}
 	limiters := map[peer.ID]*setLimiter{}
+	openBefore, grew := map[peer.ID]int{}, map[peer.ID]bool{}
 	for step := range 5000 {
 		id := peer.ID(fmt.Sprintf("p%02d", rng.IntN(40)))
 		ref, connected := refs[id]
@@ -381,6 +383,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			require.NoError(t, err)
 			delete(refs, id)
 			delete(limiters, id)
+			delete(grew, id) // gone: TakeOpened names connected peers only
 		case !connected && op%2 == 0:
 			r, err := pl.Connect(fakePeer(id), peer.ID(id), 1+rng.IntN(8))
 			require.NoError(t, err)
@@ -402,6 +405,23 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			}
 			require.Nil(t, pl.Observe(ref, answered(time.Duration(1+rng.IntN(5))*time.Millisecond)))
 		}
+		for id := range refs {
+			if n := pl.OpenOf(id); n > openBefore[id] {
+				grew[id] = true
+			}
+		}
+		if rng.IntN(4) == 0 {
+			taken := pl.TakeOpened(nil)
+			require.ElementsMatch(t, slices.Sorted(maps.Keys(grew)), taken, "step %d: the peers whose open channels grew", step)
+			clear(grew)
+		}
+		clear(openBefore)
+		for id := range refs {
+			openBefore[id] = pl.OpenOf(id)
+		}
+		require.Zero(t, pl.OpenOf("nobody"))
+		checkBestOf(t, rng, &pl, step)
+
 		want := bruteBest(&pl)
 		var got []string
 		for _, c := range pl.Best(nil, 0) {
@@ -432,6 +452,34 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 		require.Equal(t, open, pl.Open())
 		require.Equal(t, closed, pl.ClosedChannels())
 	}
+}
+
+// checkBestOf checks BestOf with random Only and Avoid sets against Best:
+// the same ranking, less the peers it must leave out, cut to its max.
+func checkBestOf(t *testing.T, rng *rand.Rand, pl *Pool, step int) {
+	t.Helper()
+	var only, avoid []peer.ID
+	for range rng.IntN(4) {
+		only = append(only, peer.ID(fmt.Sprintf("p%02d", rng.IntN(40))))
+	}
+	for range rng.IntN(3) {
+		avoid = append(avoid, peer.ID(fmt.Sprintf("p%02d", rng.IntN(40))))
+	}
+	var want []string
+	for _, c := range pl.Best(nil, 0) {
+		if !slices.Contains(avoid, c.ID) && (len(only) == 0 || slices.Contains(only, c.ID)) {
+			want = append(want, string(c.ID))
+		}
+	}
+	n := rng.IntN(12) // 0: all
+	if n > 0 && n < len(want) {
+		want = want[:n]
+	}
+	var got []string
+	for _, c := range pl.BestOf(nil, n, only, avoid) {
+		got = append(got, string(c.ID))
+	}
+	require.Equal(t, want, got, "step %d: BestOf(%d, only %v, avoid %v)", step, n, only, avoid)
 }
 
 func TestBestDoesNotAllocateOnceWarm(t *testing.T) {
