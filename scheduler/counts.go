@@ -80,3 +80,24 @@ func (c *messageCounts) add(o *messageCounts) {
 	c.wrongType += o.wrongType
 	c.responseTimes.add(&o.responseTimes)
 }
+
+// counters returns c's counts as the exported Counters.
+func (c *messageCounts) counters() Counters {
+	return Counters{
+		Sent:           c.sent,
+		Notified:       c.notified,
+		SendErrors:     c.sendErrors,
+		Succeeded:      c.succeeded,
+		TimedOut:       c.timedOut,
+		Refused:        c.refused,
+		Disconnected:   c.disconnected,
+		Shutdown:       c.shutdown,
+		WithdrawnEnded: c.withdrawn,
+		Late:           c.late,
+		Unknown:        c.unknown,
+		WrongPeer:      c.wrongPeer,
+		Duplicate:      c.duplicate,
+		WrongType:      c.wrongType,
+		ResponseTimes:  c.responseTimes.snapshot(),
+	}
+}

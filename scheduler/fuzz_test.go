@@ -1249,7 +1249,7 @@ func checkCountsAddUp(t *testing.T, s *Scheduler) {
 	// The driver has let the scheduler settle: nothing changes the counts
 	// between these reads.
 	s.offersMu.Lock()
-	sum := s.peers.others.peerStats()
+	sum := PeerStats{Counters: s.peers.others.counters()}
 	s.offersMu.Unlock()
 	for _, ps := range s.PeerStats(nil) {
 		addPeerStats(&sum, &ps)

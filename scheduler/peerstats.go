@@ -12,11 +12,11 @@ import (
 // DefaultKeepDepartedPeers is Config.KeepDepartedPeers' default.
 const DefaultKeepDepartedPeers = 64
 
-// PeerStats is one peer's counters and response times. Each counter means
-// what the Stats field of the same name means, counted over the messages
-// sent to this peer and the responses and refusals it sent (a response
-// dropped because it came from the wrong peer counts against the peer that
-// sent it). A PeerStats is a plain value: the scheduler hands out copies.
+// PeerStats is one peer's counters and response times: Counters as Stats
+// has them, counted over the messages sent to this peer and the responses
+// and refusals it sent (a response dropped because it came from the wrong
+// peer counts against the peer that sent it). A PeerStats is a plain
+// value: the scheduler hands out copies.
 type PeerStats struct {
 	ID peer.ID
 	// Connected is false for a peer that has disconnected and whose
@@ -30,25 +30,7 @@ type PeerStats struct {
 	// created timestamp of a Prometheus counter.
 	Since time.Time
 
-	Sent           uint64
-	Notified       uint64
-	SendErrors     uint64
-	Succeeded      uint64
-	TimedOut       uint64
-	Refused        uint64
-	Disconnected   uint64
-	Shutdown       uint64
-	WithdrawnEnded uint64
-
-	Late      uint64
-	Unknown   uint64
-	WrongPeer uint64
-	Duplicate uint64
-	WrongType uint64 // of a type other than the request expects
-
-	// ResponseTimes holds, for each request counted in Succeeded, the time
-	// from its send to its response (see Stats.ResponseTimes).
-	ResponseTimes Histogram
+	Counters
 }
 
 // A peer's counters live in a peerRecord from its first connection. While
@@ -171,32 +153,9 @@ func (pr *peerRecords) unlink(r *peerRecord) {
 // scheduler's.
 func (pr *peerRecords) stats(dst []PeerStats, epoch time.Time) []PeerStats {
 	for _, r := range pr.byID {
-		ps := r.counts.peerStats()
-		ps.ID, ps.Connected, ps.Since = r.id, r.ref != peerpool.Ref{}, epoch.Add(r.since)
-		dst = append(dst, ps)
+		dst = append(dst, PeerStats{ID: r.id, Connected: r.ref != peerpool.Ref{}, Since: epoch.Add(r.since), Counters: r.counts.counters()})
 	}
 	return dst
-}
-
-// peerStats returns c's counts as a PeerStats with no ID.
-func (c *messageCounts) peerStats() PeerStats {
-	return PeerStats{
-		Sent:           c.sent,
-		Notified:       c.notified,
-		SendErrors:     c.sendErrors,
-		Succeeded:      c.succeeded,
-		TimedOut:       c.timedOut,
-		Refused:        c.refused,
-		Disconnected:   c.disconnected,
-		Shutdown:       c.shutdown,
-		WithdrawnEnded: c.withdrawn,
-		Late:           c.late,
-		Unknown:        c.unknown,
-		WrongPeer:      c.wrongPeer,
-		Duplicate:      c.duplicate,
-		WrongType:      c.wrongType,
-		ResponseTimes:  c.responseTimes.snapshot(),
-	}
 }
 
 // PeerStats appends to dst the counters of every connected peer, and of

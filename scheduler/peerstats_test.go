@@ -105,11 +105,11 @@ func TestPeerStatsCounts(t *testing.T) {
 		a.fail = nil
 		a.mu.Unlock()
 
-		wantA := PeerStats{ID: "a", Connected: true, Since: start,
+		wantA := PeerStats{ID: "a", Connected: true, Since: start, Counters: Counters{
 			Sent: 4, SendErrors: 1, Succeeded: 2, Refused: 1, Duplicate: 1, Unknown: 1,
-			ResponseTimes: histogramOf(3*time.Millisecond, time.Millisecond)}
-		wantB := PeerStats{ID: "b", Connected: true, Since: start.Add(time.Second),
-			Sent: 1, Notified: 1, TimedOut: 1, Late: 1, WrongPeer: 1}
+			ResponseTimes: histogramOf(3*time.Millisecond, time.Millisecond)}}
+		wantB := PeerStats{ID: "b", Connected: true, Since: start.Add(time.Second), Counters: Counters{
+			Sent: 1, Notified: 1, TimedOut: 1, Late: 1, WrongPeer: 1}}
 		require.Equal(t, []PeerStats{wantA, wantB}, w.s.PeerStats(nil))
 		require.Equal(t, uint64(1), wantA.ResponseTimes.Cumulative[4]-wantA.ResponseTimes.Cumulative[3], "1ms: bucket 4")
 		require.Equal(t, uint64(1), wantA.ResponseTimes.Cumulative[6]-wantA.ResponseTimes.Cumulative[5], "3ms: bucket 6")
@@ -122,9 +122,9 @@ func TestPeerStatsCounts(t *testing.T) {
 
 		st := w.s.Stats()
 		require.Equal(t, Stats{Peers: 1, ChannelsOpen: 1, SendersWaiting: 1, SendersParked: 1, // the sender whose send failed waits on, parked
-			Sent: 5, Notified: 1, SendErrors: 1, Succeeded: 2, TimedOut: 1, Refused: 1, Disconnected: 1,
-			Late: 1, Unknown: 2, WrongPeer: 1, Duplicate: 1,
-			ResponseTimes: wantA.ResponseTimes}, st)
+			Counters: Counters{Sent: 5, Notified: 1, SendErrors: 1, Succeeded: 2, TimedOut: 1, Refused: 1, Disconnected: 1,
+				Late: 1, Unknown: 2, WrongPeer: 1, Duplicate: 1,
+				ResponseTimes: wantA.ResponseTimes}}, st)
 		checkCountsAddUp(t, w.s)
 	})
 }
@@ -166,7 +166,7 @@ func TestPeerStatsDisconnectDuringSend(t *testing.T) {
 				require.False(t, ok, "no departed peer is kept")
 			} else {
 				require.True(t, ok)
-				require.Equal(t, PeerStats{ID: "a", Since: w.clock.Now(), Sent: 1, Disconnected: 1}, ps)
+				require.Equal(t, PeerStats{ID: "a", Since: w.clock.Now(), Counters: Counters{Sent: 1, Disconnected: 1}}, ps)
 			}
 			st := w.s.Stats()
 			require.Equal(t, uint64(1), st.Sent)
@@ -192,14 +192,14 @@ func TestPeerStatsKeepDeparted(t *testing.T) {
 		require.NoError(t, w.s.Disconnect("a"))
 		ps, ok := w.peerStats("a")
 		require.True(t, ok)
-		require.Equal(t, PeerStats{ID: "a", Since: first, Sent: 1, Succeeded: 1, ResponseTimes: histogramOf(time.Millisecond)}, ps)
+		require.Equal(t, PeerStats{ID: "a", Since: first, Counters: Counters{Sent: 1, Succeeded: 1, ResponseTimes: histogramOf(time.Millisecond)}}, ps)
 
 		// Back: its counters go on from where they were, Since unchanged.
 		w.advance(time.Second)
 		w.connect("a", 1)
 		w.request("a", out, time.Minute)
 		ps, _ = w.peerStats("a")
-		require.Equal(t, PeerStats{ID: "a", Connected: true, Since: first, Sent: 2, Succeeded: 1, ResponseTimes: histogramOf(time.Millisecond)}, ps)
+		require.Equal(t, PeerStats{ID: "a", Connected: true, Since: first, Counters: Counters{Sent: 2, Succeeded: 1, ResponseTimes: histogramOf(time.Millisecond)}}, ps)
 
 		// Gone again, and b after it: only one departed peer is kept, the
 		// later one.

@@ -8,7 +8,7 @@ import (
 )
 
 // Stats is a consistent snapshot of the scheduler: every field was read at
-// the same moment. Its counters only grow; PeerStats has them by peer.
+// the same moment. Its Counters only grow; PeerStats has them by peer.
 type Stats struct {
 	Peers          int // connected peers
 	ChannelsOpen   int // channels that may carry a message now
@@ -21,6 +21,46 @@ type Stats struct {
 	SendersParked    int
 	RequestsInFlight int // sent and not yet ended, withdrawn ones included
 
+	Counters
+	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks and host sends
+	Stopped       bool
+}
+
+// Stats returns a snapshot of the scheduler's state and counters.
+func (s *Scheduler) Stats() Stats {
+	s.offersMu.Lock()
+	defer s.offersMu.Unlock()
+	s.requestsMu.Lock()
+	defer s.requestsMu.Unlock()
+	return Stats{
+		Peers:            s.pool.Len(),
+		ChannelsOpen:     s.pool.Open(),
+		ChannelsClosed:   s.pool.ClosedChannels(),
+		SendersWaiting:   s.queue.Len(),
+		SendersParked:    s.queue.Parked(),
+		RequestsInFlight: s.table.Len(),
+		Counters:         s.counts.counters(),
+		PanicsHandled:    s.panics.Load(),
+		Stopped:          s.stopped,
+	}
+}
+
+// PeerUsage appends each connected peer's channel counts and smoothed
+// response time to dst, one entry per peer, sorted by peer ID (the entries
+// dst already held stay as they were, before them). The counts are read at
+// one moment; they are sorted after the scheduler's lock is released.
+func (s *Scheduler) PeerUsage(dst []peer.Usage) []peer.Usage {
+	base := len(dst)
+	s.offersMu.Lock()
+	dst = s.pool.Usage(dst)
+	s.offersMu.Unlock()
+	slices.SortFunc(dst[base:], func(a, b peer.Usage) int { return cmp.Compare(a.ID, b.ID) })
+	return dst
+}
+
+// Counters say what happened to messages: over the whole scheduler in
+// Stats, and by peer in PeerStats. They only grow.
+type Counters struct {
 	Sent         uint64 // requests the host accepted
 	Notified     uint64 // notifications the host accepted
 	SendErrors   uint64 // sends the host refused (or panicked on)
@@ -36,66 +76,17 @@ type Stats struct {
 	// Sent.
 	WithdrawnEnded uint64
 
-	// Responses and refusals dropped, by reason.
-	Late          uint64
-	Unknown       uint64
-	WrongPeer     uint64
-	Duplicate     uint64
-	WrongType     uint64 // of a type other than the request expects (offer.Request.Expect)
-	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks and host sends
-	Stopped       bool
+	// Responses and refusals dropped, by reason. By peer, a dropped one
+	// counts against the peer that sent it.
+	Late      uint64
+	Unknown   uint64
+	WrongPeer uint64
+	Duplicate uint64
+	WrongType uint64 // of a type other than the request expects (offer.Request.Expect)
 
 	// ResponseTimes holds, for each request counted in Succeeded, the time
 	// from its send (when the host's Send was called) to its response
 	// (when Deliver accepted it; for a response that came while the
-	// host's Send was still running, when the Send returned). PeerStats
-	// has the same by peer.
+	// host's Send was still running, when the Send returned).
 	ResponseTimes Histogram
-}
-
-// Stats returns a snapshot of the scheduler's state and counters.
-func (s *Scheduler) Stats() Stats {
-	s.offersMu.Lock()
-	defer s.offersMu.Unlock()
-	s.requestsMu.Lock()
-	defer s.requestsMu.Unlock()
-	c := &s.counts
-	return Stats{
-		Peers:            s.pool.Len(),
-		ChannelsOpen:     s.pool.Open(),
-		ChannelsClosed:   s.pool.ClosedChannels(),
-		SendersWaiting:   s.queue.Len(),
-		SendersParked:    s.queue.Parked(),
-		RequestsInFlight: s.table.Len(),
-		Sent:             c.sent,
-		Notified:         c.notified,
-		SendErrors:       c.sendErrors,
-		Succeeded:        c.succeeded,
-		TimedOut:         c.timedOut,
-		Refused:          c.refused,
-		Disconnected:     c.disconnected,
-		Shutdown:         c.shutdown,
-		WithdrawnEnded:   c.withdrawn,
-		Late:             c.late,
-		Unknown:          c.unknown,
-		WrongPeer:        c.wrongPeer,
-		Duplicate:        c.duplicate,
-		WrongType:        c.wrongType,
-		PanicsHandled:    s.panics.Load(),
-		Stopped:          s.stopped,
-		ResponseTimes:    c.responseTimes.snapshot(),
-	}
-}
-
-// PeerUsage appends each connected peer's channel counts and smoothed
-// response time to dst, one entry per peer, sorted by peer ID (the entries
-// dst already held stay as they were, before them). The counts are read at
-// one moment; they are sorted after the scheduler's lock is released.
-func (s *Scheduler) PeerUsage(dst []peer.Usage) []peer.Usage {
-	base := len(dst)
-	s.offersMu.Lock()
-	dst = s.pool.Usage(dst)
-	s.offersMu.Unlock()
-	slices.SortFunc(dst[base:], func(a, b peer.Usage) int { return cmp.Compare(a.ID, b.ID) })
-	return dst
 }
