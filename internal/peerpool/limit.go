@@ -82,7 +82,6 @@ func (pl *Pool) setLimit(slot int32, r *record, n int32) {
 		pl.removeOrder(r.orderIndex)
 	}
 	if after > before {
-		pl.opened++ // new channels: a sender that declined may want them
-		pl.grow(slot, r)
+		pl.grow(slot, r) // new channels: a sender passed over may want them
 	}
 }
