@@ -279,9 +279,15 @@ func (o Offer) Send(i int, r Request) (peer.RequestID, error) {
 		return 0, ErrExpired
 	}
 	if r.Soft != 0 && (r.Soft < 0 || r.Soft >= r.Timeout) {
-		return 0, fmt.Errorf("%w: soft deadline %v, hard %v: need 0 < soft < hard", receiver.ErrBadTimeout, r.Soft, r.Timeout)
+		return 0, badSoft(r.Soft, r.Timeout)
 	}
 	return o.carrier.OfferRequest(o.generation, i, offerlink.Request(r))
+}
+
+// badSoft is the error for a soft deadline that is not strictly between 0
+// and the hard one.
+func badSoft(soft, hard time.Duration) error {
+	return fmt.Errorf("%w: soft deadline %v, hard %v: need 0 < soft < hard", receiver.ErrBadTimeout, soft, hard)
 }
 
 // Request sends message on the i-th channel with deadline timeout and no
@@ -297,8 +303,8 @@ func (o Offer) Request(i int, message any, r receiver.Receiver, timeout time.Dur
 // stays live; at hard it fails with receiver.Timeout. 0 < soft < hard, or
 // the error is receiver.ErrBadTimeout; its other errors are Send's.
 func (o Offer) RequestSoft(i int, message any, r receiver.Receiver, soft, hard time.Duration) (peer.RequestID, error) {
-	if soft <= 0 {
-		return 0, fmt.Errorf("%w: soft deadline %v, hard %v: need 0 < soft < hard", receiver.ErrBadTimeout, soft, hard)
+	if soft <= 0 { // Send reads a zero Soft as none
+		return 0, badSoft(soft, hard)
 	}
 	return o.Send(i, Request{Message: message, Receiver: r, Soft: soft, Timeout: hard})
 }

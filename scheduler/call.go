@@ -139,8 +139,7 @@ type call struct {
 type callState uint8
 
 const (
-	callWaiting  callState = iota // for a channel
-	callSending                   // in OnOffer
+	callWaiting  callState = iota // for a channel, in OnOffer too
 	callInFlight                  // the request was sent
 	callEnded                     // the outcome is set
 )
@@ -152,7 +151,9 @@ func (c *call) OnOffer(o offer.Offer) {
 		c.mu.Unlock()
 		return // ended, or withdrawn: decline
 	}
-	c.state = callSending
+	// The call stays waiting while OnOffer runs: cancel withdraws its
+	// sender either way, and its sender's callbacks never overlap, so no
+	// other OnOffer can begin meanwhile.
 	c.mu.Unlock()
 
 	i := 0
@@ -165,7 +166,6 @@ func (c *call) OnOffer(o offer.Offer) {
 	}
 	if i < 0 || timeout <= 0 { // Pick declined, or ctx is ending: Call hears of it
 		c.s.waitForOpening()
-		c.setState(callWaiting)
 		return
 	}
 	ch, _ := o.Channel(i)
@@ -183,7 +183,7 @@ func (c *call) OnOffer(o offer.Offer) {
 			return
 		}
 	case errors.Is(err, offer.ErrExpired), errors.Is(err, offer.ErrPeerGone), errors.Is(err, offer.ErrPeerAtLimit):
-		c.state = callWaiting // withdrawn, or the channel went: the next offer, if any, will do
+		// Withdrawn, or the channel went: the next offer, if any, will do.
 		c.s.waitForOpening()
 	default:
 		c.quit = true
@@ -207,12 +207,6 @@ func (c *call) OnFailure(_ peer.RequestID, from peer.ID, reason receiver.Reason)
 		return
 	}
 	c.end(from, nil, fmt.Errorf("peersched: call to %q: %w", from, reason))
-}
-
-func (c *call) setState(s callState) {
-	c.mu.Lock()
-	c.state = s
-	c.mu.Unlock()
 }
 
 func (c *call) end(from peer.ID, response any, err error) {

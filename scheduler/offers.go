@@ -240,11 +240,10 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 	now := s.now()
 	var id peer.RequestID
 	if soft > 0 {
-		id = s.table.AddSoft(r, ref, now, soft, timeout, requests.Terms{Class: class})
+		id = s.table.AddSoft(r, ref, now, soft, timeout, requests.Terms{Class: class}, req.Expect)
 	} else {
-		id = s.table.Add(r, ref, now, timeout, requests.Terms{Class: class})
+		id = s.table.Add(r, ref, now, timeout, requests.Terms{Class: class}, req.Expect)
 	}
-	s.table.Expect(id, req.Expect)
 	s.armTimerLocked(now)
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()

@@ -30,7 +30,7 @@ type LimiterPanic struct {
 // peer's Limiter, if it has one, sees the sample (every outcome), with
 // s.InFlight set to the peer's messages in flight (the ended one included),
 // and may move the peer's limit. A higher limit opens channels at once (and
-// counts as an opening); a lower one closes open channels and retires
+// TakeOpened reports the peer); a lower one closes open channels and retires
 // closed ones as their messages end (see Pool). Observe does nothing if the
 // peer is gone. If the Limiter panics, the limit stays as it was and the
 // panic is returned.
@@ -82,7 +82,6 @@ func (pl *Pool) setLimit(slot int32, r *record, n int32) {
 		pl.removeOrder(r.orderIndex)
 	}
 	if after > before {
-		pl.opened++ // new channels: a sender that declined may want them
-		pl.grow(slot, r)
+		pl.grow(slot, r) // new channels: a sender passed over may want them
 	}
 }

@@ -53,12 +53,13 @@ func TestLowerLimitRetiresChannelsAsTheirMessagesEnd(t *testing.T) {
 	require.Nil(t, pl.Observe(ref, answered(time.Millisecond)))
 	require.Equal(t, peer.Usage{ID: "a", Channels: 4, ChannelsClosed: 4, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"),
 		"nothing in flight is taken away")
-	opened := pl.Openings()
+	pl.ForgetOpened()
 	require.False(t, pl.Reopen(ref), "above the limit: the channel retires")
 	require.False(t, pl.Reopen(ref))
+	require.Empty(t, pl.TakeOpened(nil), "a retired channel is no opening")
 	require.Equal(t, peer.Usage{ID: "a", Channels: 2, ChannelsClosed: 2, Limit: 2, RTT: time.Millisecond}, usageOf(t, &pl, "a"))
 	require.True(t, pl.Reopen(ref), "within the limit: it opens")
-	require.Equal(t, opened+1, pl.Openings())
+	require.Equal(t, []peer.ID{"a"}, pl.TakeOpened(nil))
 	require.Equal(t, 1, pl.Open())
 	require.Equal(t, 1, pl.ClosedChannels())
 
@@ -78,10 +79,10 @@ func TestHigherLimitOpensChannelsAtOnce(t *testing.T) {
 	ref, err := pl.ConnectLimited(fakePeer("a"), "a", l, l.Limit())
 	require.NoError(t, err)
 	require.Equal(t, 1, pl.Close(ref))
-	opened := pl.Openings()
+	pl.ForgetOpened()
 	l.next = 3
 	require.Nil(t, pl.Observe(ref, limit.Sample{Outcome: limit.TimedOut, RTT: time.Second, InFlight: 1}))
-	require.Equal(t, opened+1, pl.Openings(), "new channels count as one opening")
+	require.Equal(t, []peer.ID{"a"}, pl.TakeOpened(nil), "new channels are reported as an opening")
 	require.Equal(t, peer.Usage{ID: "a", Channels: 3, ChannelsOpen: 2, ChannelsClosed: 1, Limit: 3, RTT: time.Second}, usageOf(t, &pl, "a"))
 	require.Len(t, pl.Best(nil, 0), 2)
 	require.Equal(t, 3, pl.Best(nil, 1)[0].Limit, "a choice carries its peer's limit")

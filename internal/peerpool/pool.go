@@ -65,7 +65,6 @@ type Pool struct {
 	order   []int32           // heap of slots with an open channel, best at [0]
 	open    int               // open channels over all peers
 	closed  int               // closed channels over all peers
-	opened  uint64            // channel openings so far, including a connect's
 	fresh   []pickCandidate   // scratch for Best: peers not yet picked, a heap
 	again   []pickCandidate   // scratch for Best: peers picked before, in rank order
 	seed    uint64            // the rank seed the tie keys and the RTT grid come from
@@ -147,7 +146,6 @@ func (pl *Pool) connect(p peer.Peer, id peer.ID, l limit.Limiter, channels int) 
 		rank: rank(0, TieKey(pl.seed, id))}
 	pl.slotOf[id] = slot
 	pl.open += channels
-	pl.opened++
 	pl.grow(slot, r)
 	pl.pushOrder(slot)
 	return Ref{slot: slot, incarnation: next}, nil
@@ -228,24 +226,23 @@ func (pl *Pool) Reopen(ref Ref) bool {
 	if r == nil || r.closed == 0 {
 		return false
 	}
-	return pl.release(ref.slot, r, true)
+	return pl.release(ref.slot, r)
 }
 
-// Unclose undoes a Close whose message was never sent. The channel was never
-// really taken, so unlike Reopen this does not count as an opening: a sender
-// that declined the channel before is not offered it again for nothing.
+// Unclose undoes a Close whose message was never sent. It is Reopen in
+// every way, TakeOpened's report included: a sender passed over while the
+// channel was claimed may want it.
 func (pl *Pool) Unclose(ref Ref) bool {
 	r := pl.live(ref)
 	if r == nil || r.closed == 0 {
 		return false
 	}
-	return pl.release(ref.slot, r, false)
+	return pl.release(ref.slot, r)
 }
 
 // release takes one message off the peer in slot, whose record is r, and
-// reports whether its channel opened; an opening is counted if counted is
-// set.
-func (pl *Pool) release(slot int32, r *record, counted bool) bool {
+// reports whether its channel opened.
+func (pl *Pool) release(slot int32, r *record) bool {
 	wasFull := r.open() == 0
 	r.closed--
 	pl.closed--
@@ -253,9 +250,6 @@ func (pl *Pool) release(slot int32, r *record, counted bool) bool {
 		return false // retired: the peer is still at or above its limit
 	}
 	pl.open++
-	if counted {
-		pl.opened++
-	}
 	pl.grow(slot, r)
 	if wasFull {
 		pl.pushOrder(slot)
@@ -369,10 +363,6 @@ func (pl *Pool) OpenOf(id peer.ID) int {
 	}
 	return int(pl.records[slot].open())
 }
-
-// Openings counts channel openings so far (a connect counts as one). A change
-// in it tells a sender that declined an offer that something new is open.
-func (pl *Pool) Openings() uint64 { return pl.opened }
 
 // Open returns the number of open channels over all peers.
 func (pl *Pool) Open() int { return pl.open }

@@ -117,7 +117,7 @@ func TestRangedRefusal(t *testing.T) {
 // failures work on ranged IDs as on handles.
 func TestRangedIDsHeldBackAndUnsent(t *testing.T) {
 	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 7, Hi: 9}, "A")
-	id := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
+	id := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}, nil)
 	_, ended, err := tab.Respond(id, "A", "early")
 	require.NoError(t, err)
 	require.False(t, ended)
@@ -126,7 +126,7 @@ func TestRangedIDsHeldBackAndUnsent(t *testing.T) {
 	require.Equal(t, "early", f.Response)
 	require.Equal(t, id, f.ID)
 
-	id = tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
+	id = tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}, nil)
 	_, ok := tab.Unsend(id)
 	require.True(t, ok)
 	_, _, err = tab.Respond(id, "A", nil)
@@ -163,5 +163,5 @@ func TestRangedIDsWhenEveryIDIsRemembered(t *testing.T) {
 	d := pending(tab, refs["A"])
 	require.Equal(t, b, d)
 	require.Equal(t, 2, tab.Len())
-	require.Panics(t, func() { tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}) }, "more requests than IDs")
+	require.Panics(t, func() { tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}, nil) }, "more requests than IDs")
 }

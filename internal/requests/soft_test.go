@@ -22,7 +22,7 @@ func (*slowRecorder) OnSlow(peer.RequestID, peer.ID) {}
 func TestSoftDeadline(t *testing.T) {
 	tab, refs := fixture(t, "A")
 	r := &slowRecorder{}
-	id := tab.AddSoft(r, refs["A"], 10, 5, 20, Terms{})
+	id := tab.AddSoft(r, refs["A"], 10, 5, 20, Terms{}, nil)
 	tab.Sent(id)
 	deadline, ok := tab.Next()
 	require.True(t, ok)
@@ -56,7 +56,7 @@ func TestSoftDeadline(t *testing.T) {
 func TestSoftDeadlineAnsweredInTime(t *testing.T) {
 	tab, refs := fixture(t, "A")
 	r := &slowRecorder{}
-	id := tab.AddSoft(r, refs["A"], 0, 5, 20, Terms{})
+	id := tab.AddSoft(r, refs["A"], 0, 5, 20, Terms{}, nil)
 	tab.Sent(id)
 	f, ended, err := tab.Respond(id, "A", "ok")
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func TestSoftDeadlineAnsweredInTime(t *testing.T) {
 func TestSoftDeadlineAnsweredWhenSlow(t *testing.T) {
 	tab, refs := fixture(t, "A")
 	r := &slowRecorder{}
-	id := tab.AddSoft(r, refs["A"], 100, 5, 20, Terms{})
+	id := tab.AddSoft(r, refs["A"], 100, 5, 20, Terms{}, nil)
 	tab.Sent(id)
 	_, slow, _ := tab.Expire(105)
 	require.Equal(t, id, slow.ID)
@@ -97,9 +97,9 @@ func TestSoftDeadlineAnsweredWhenSlow(t *testing.T) {
 // still fails at its hard one.
 func TestSoftDeadlineQuietForOtherReceivers(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	plain := tab.AddSoft(receiver.Funcs{}, refs["A"], 0, 5, 20, Terms{})
+	plain := tab.AddSoft(receiver.Funcs{}, refs["A"], 0, 5, 20, Terms{}, nil)
 	tab.Sent(plain)
-	withdrawn := tab.AddSoft(&slowRecorder{}, refs["A"], 0, 5, 20, Terms{})
+	withdrawn := tab.AddSoft(&slowRecorder{}, refs["A"], 0, 5, 20, Terms{}, nil)
 	tab.Sent(withdrawn)
 	require.True(t, tab.Withdraw(withdrawn))
 	_, _, ok := tab.Expire(19)
@@ -118,7 +118,7 @@ func TestSoftDeadlineQuietForOtherReceivers(t *testing.T) {
 func TestSoftDeadlineWhileSending(t *testing.T) {
 	tab, refs := fixture(t, "A")
 	r := &slowRecorder{}
-	id := tab.AddSoft(r, refs["A"], 0, 5, 20, Terms{})
+	id := tab.AddSoft(r, refs["A"], 0, 5, 20, Terms{}, nil)
 	_, _, ok := tab.Expire(6)
 	require.False(t, ok, "held back while sending")
 	_, ended := tab.Sent(id)
@@ -134,7 +134,7 @@ func TestSoftDeadlineWhileSending(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, receiver.Timeout, f.Reason)
 
-	failed := tab.AddSoft(r, refs["A"], 30, 5, 20, Terms{})
+	failed := tab.AddSoft(r, refs["A"], 30, 5, 20, Terms{}, nil)
 	_, _, ok = tab.Expire(40)
 	require.False(t, ok)
 	_, ok = tab.Unsend(failed)
@@ -150,7 +150,7 @@ func TestSoftDeadlineWhileSending(t *testing.T) {
 func TestSoftDeadlineWithIDRange(t *testing.T) {
 	tab, refs := fixture(t, "A")
 	tab.SetIDRange(receiver.IDRange{Lo: 1000, Hi: 1999})
-	id := tab.AddSoft(&slowRecorder{}, refs["A"], 0, 5, 20, Terms{})
+	id := tab.AddSoft(&slowRecorder{}, refs["A"], 0, 5, 20, Terms{}, nil)
 	tab.Sent(id)
 	_, slow, ok := tab.Expire(5)
 	require.True(t, ok)

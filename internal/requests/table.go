@@ -43,7 +43,7 @@ type Table struct {
 	visited int                    // entries FailPeer has looked at, ever
 	ids     *idSpace               // nil: a request's ID is its slot's handle
 	soft    []softState            // by slot; nil until a request has a soft deadline (see AddSoft)
-	expect  []reflect.Type         // by slot; nil until a request expects a type (see Expect)
+	expect  []reflect.Type         // by slot; nil until a request expects a type (see Add)
 }
 
 // softState is the second deadline of a request sent with a soft one. Its
@@ -171,8 +171,17 @@ func (t *Table) Register(ref peerpool.Ref, id peer.ID) {
 
 // Add records a new request to the peer ref, sent at now with a deadline
 // timeout later under terms, in the sending state, and returns its ID. The
-// peer must be registered.
-func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Duration, terms Terms) peer.RequestID {
+// request accepts only responses of type expect (or, if expect is an
+// interface type, of a type that implements it): Respond refuses others
+// with ErrWrongResponseType and leaves the request as it was. A nil expect
+// accepts any response. The peer must be registered.
+func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Duration, terms Terms, expect reflect.Type) peer.RequestID {
+	_, id := t.add(r, ref, now, timeout, terms, expect)
+	return id
+}
+
+// add is Add, returning the request's slot handle beside its ID.
+func (t *Table) add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Duration, terms Terms, expect reflect.Type) (slab.Handle, peer.RequestID) {
 	h, e := t.slab.AllocArmed(now, timeout)
 	// Field by field, not *e = entry{...}: a whole-struct store of a type
 	// with pointers goes through typedmemmove. lastEnd is kept: while the
@@ -180,16 +189,14 @@ func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Dur
 	// ended, to classify a stray response to it.
 	e.receiver, e.state, e.held = r, stateSending, 0
 	t.setTerms(h.Slot(), terms)
-	if t.expect != nil && int(h.Slot()) < len(t.expect) {
-		t.expect[h.Slot()] = nil
-	}
+	t.setExpect(h.Slot(), expect)
 	t.link(e, h.Slot(), ref)
 	t.n++
 	if t.ids == nil {
-		return peer.RequestID(h)
+		return h, peer.RequestID(h)
 	}
 	t.ids.forget(h.Slot())
-	return peer.RequestID(t.ids.issue(h, func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
+	return h, peer.RequestID(t.ids.issue(h, func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
 }
 
 // AddSoft is Add for a request with two deadlines: soft after now, at which
@@ -197,9 +204,9 @@ func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Dur
 // > 0), at which it fails with Timeout as Add's one deadline does. The
 // table keeps 24 bytes more per slot for them, in a slice beside, made when
 // the first such request comes.
-func (t *Table) AddSoft(r receiver.Receiver, ref peerpool.Ref, now, soft, hard time.Duration, terms Terms) peer.RequestID {
-	id := t.Add(r, ref, now, soft, terms)
-	slot := int(t.handle(id).Slot())
+func (t *Table) AddSoft(r receiver.Receiver, ref peerpool.Ref, now, soft, hard time.Duration, terms Terms, expect reflect.Type) peer.RequestID {
+	h, id := t.add(r, ref, now, soft, terms, expect)
+	slot := int(h.Slot())
 	for len(t.soft) <= slot {
 		t.soft = append(t.soft, softState{})
 	}
@@ -207,17 +214,17 @@ func (t *Table) AddSoft(r receiver.Receiver, ref peerpool.Ref, now, soft, hard t
 	return id
 }
 
-// Expect makes request id, just added, accept only responses of type typ
-// (or, if typ is an interface type, of a type that implements it): Respond
-// refuses others with ErrWrongResponseType and leaves the request as it
-// was. A nil typ accepts any response. The slice that keeps the types,
-// beside the slab, is made when the first request expects one.
-func (t *Table) Expect(id peer.RequestID, typ reflect.Type) {
-	if typ == nil && t.expect == nil {
+// setExpect records the response type the request in slot expects (see
+// Add). The slice that keeps the types, beside the slab, is made when the
+// first request expects one; until then every request accepts any response.
+func (t *Table) setExpect(slot int32, typ reflect.Type) {
+	if typ == nil {
+		if int(slot) < len(t.expect) {
+			t.expect[slot] = nil
+		}
 		return
 	}
-	slot := int(t.handle(id).Slot())
-	for len(t.expect) <= slot {
+	for len(t.expect) <= int(slot) {
 		t.expect = append(t.expect, nil)
 	}
 	t.expect[slot] = typ
@@ -368,7 +375,7 @@ func (t *Table) Unsend(id peer.RequestID) (f Finished, ok bool) {
 // is still being sent. Otherwise it returns the reason the response is
 // dropped, changing nothing: ErrUnknownRequest, ErrWrongPeer,
 // ErrDuplicateResponse, ErrLateResponse, or ErrWrongResponseType (the
-// request expects another type: see Expect; it stays live).
+// request expects another type: see Add; it stays live).
 func (t *Table) Respond(id peer.RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
 	return t.answer(id, from, heldResponse, response)
 }

@@ -25,7 +25,7 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 				var rec receiver.Receiver = nobody // boxed once, not per Add
 				ids := make([]peer.RequestID, inflight)
 				for i := range ids {
-					ids[i] = tab.Add(rec, ref, 0, time.Hour, Terms{})
+					ids[i] = tab.Add(rec, ref, 0, time.Hour, Terms{}, nil)
 					tab.Sent(ids[i])
 				}
 				for i := 0; b.Loop(); i++ {
@@ -33,7 +33,7 @@ func BenchmarkTableRoundTrip(b *testing.B) {
 					if _, ended, err := tab.Respond(ids[j], "A", nil); err != nil || !ended {
 						b.Fatal(err)
 					}
-					ids[j] = tab.Add(rec, ref, 0, time.Hour, Terms{})
+					ids[j] = tab.Add(rec, ref, 0, time.Hour, Terms{}, nil)
 					tab.Sent(ids[j])
 				}
 			})

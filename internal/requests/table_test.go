@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"reflect"
 	"testing"
 	"time"
 	"unsafe"
@@ -42,7 +43,7 @@ func pending(tab *Table, ref peerpool.Ref) peer.RequestID {
 }
 
 func pendingFor(tab *Table, ref peerpool.Ref, timeout time.Duration) peer.RequestID {
-	id := tab.Add(nobody, ref, 0, timeout, Terms{})
+	id := tab.Add(nobody, ref, 0, timeout, Terms{}, nil)
 	tab.Sent(id)
 	return id
 }
@@ -132,7 +133,7 @@ func TestRefuseEndsARequestLikeAResponse(t *testing.T) {
 
 	// While the host sends, a refusal is held back like a response, and
 	// the first of them wins.
-	id := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
+	id := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}, nil)
 	_, ended, err = tab.Refuse(id, "A")
 	require.NoError(t, err)
 	require.False(t, ended)
@@ -145,7 +146,7 @@ func TestRefuseEndsARequestLikeAResponse(t *testing.T) {
 	require.Zero(t, tab.Len())
 
 	// A refusal of a request whose send then fails is dropped with it.
-	id = tab.Add(nobody, refs["A"], 0, time.Hour, Terms{})
+	id = tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}, nil)
 	_, _, err = tab.Refuse(id, "A")
 	require.NoError(t, err)
 	_, ok := tab.Unsend(id)
@@ -158,7 +159,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	tab, refs := fixture(t, "A")
 
 	// A response that arrives while the host is still sending waits for Sent.
-	id := tab.Add(nobody, refs["A"], 5*time.Millisecond, time.Hour, Terms{})
+	id := tab.Add(nobody, refs["A"], 5*time.Millisecond, time.Hour, Terms{}, nil)
 	_, ended, err := tab.Respond(id, "A", "early")
 	require.NoError(t, err)
 	require.False(t, ended)
@@ -172,7 +173,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	require.False(t, ok, "the answered request's deadline is gone with it")
 
 	// A failed send drops whatever was held: no receiver is ever called.
-	id = tab.Add(nobody, refs["A"], 0, time.Second, Terms{})
+	id = tab.Add(nobody, refs["A"], 0, time.Second, Terms{}, nil)
 	_, _, ended = tab.Expire(time.Second)
 	require.False(t, ended, "a timeout during the send is held back, not reported")
 	f, ok = tab.Unsend(id)
@@ -183,7 +184,7 @@ func TestOutcomesDuringSendingAreHeldBack(t *testing.T) {
 	require.ErrorIs(t, err, receiver.ErrUnknownRequest)
 
 	// A timeout held back is applied by Sent.
-	id = tab.Add(nobody, refs["A"], 0, time.Second, Terms{})
+	id = tab.Add(nobody, refs["A"], 0, time.Second, Terms{}, nil)
 	tab.Expire(2 * time.Second)
 	f, ended = tab.Sent(id)
 	require.True(t, ended)
@@ -200,7 +201,7 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 	for range 100 {
 		pending(tab, refs["B"])
 	}
-	sending := tab.Add(nobody, refs["A"], 0, time.Second, Terms{Class: 2})
+	sending := tab.Add(nobody, refs["A"], 0, time.Second, Terms{Class: 2}, nil)
 	require.True(t, tab.Notify(refs["A"], 0, time.Second, Terms{Class: 3}))
 
 	done := tab.FailPeer(refs["A"], nil)
@@ -234,7 +235,7 @@ func TestFailPeerVisitsOnlyThatPeersMessages(t *testing.T) {
 func TestNotificationsHoldAChannelUntilDigested(t *testing.T) {
 	tab, refs := fixture(t, "A")
 	tab.Notify(refs["A"], 10, 5, Terms{})
-	id := tab.Add(nobody, refs["A"], 10, 5, Terms{})
+	id := tab.Add(nobody, refs["A"], 10, 5, Terms{}, nil)
 	tab.Sent(id)
 	require.Equal(t, 1, tab.Len(), "a notification is not a request in flight")
 
@@ -293,7 +294,7 @@ func TestResponsesNamingANotificationSlotAreUnknown(t *testing.T) {
 
 func TestWithdrawLeavesTheRequestOutstandingWithoutAReceiver(t *testing.T) {
 	tab, refs := fixture(t, "A")
-	id := tab.Add(receiver.Funcs{Failure: func(peer.RequestID, peer.ID, receiver.Reason) {}}, refs["A"], 0, time.Hour, Terms{})
+	id := tab.Add(receiver.Funcs{Failure: func(peer.RequestID, peer.ID, receiver.Reason) {}}, refs["A"], 0, time.Hour, Terms{}, nil)
 	tab.Sent(id)
 	require.True(t, tab.Withdraw(id))
 	require.False(t, tab.Withdraw(id))
@@ -326,4 +327,37 @@ func TestNotifyingAGonePeerHoldsNothing(t *testing.T) {
 	require.False(t, ok, "nothing was recorded")
 	_, _, ok = tab.Expire(time.Hour)
 	require.False(t, ok)
+}
+
+func TestExpectedTypeIsTheRequestsOwn(t *testing.T) {
+	tab, refs := fixture(t, "A")
+	for _, ranged := range []bool{false, true} {
+		if ranged {
+			tab, refs = fixture(t, "A")
+			tab.SetIDRange(receiver.IDRange{Lo: 1, Hi: 1 << 20})
+		}
+		strict := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}, reflect.TypeFor[string]())
+		tab.Sent(strict)
+		_, _, err := tab.Respond(strict, "A", 42)
+		require.ErrorIs(t, err, receiver.ErrWrongResponseType, "ranged IDs: %v", ranged)
+		_, ended, err := tab.Respond(strict, "A", "right")
+		require.NoError(t, err)
+		require.True(t, ended)
+
+		// The next request takes the freed slot and expects nothing.
+		lax := tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}, nil)
+		tab.Sent(lax)
+		_, ended, err = tab.Respond(lax, "A", 42)
+		require.NoError(t, err, "ranged IDs: %v", ranged)
+		require.True(t, ended)
+
+		// A soft request expects its type as a plain one does.
+		soft := tab.AddSoft(nobody, refs["A"], 0, 5, 20, Terms{}, reflect.TypeFor[error]())
+		tab.Sent(soft)
+		_, _, err = tab.Respond(soft, "A", "not an error")
+		require.ErrorIs(t, err, receiver.ErrWrongResponseType, "ranged IDs: %v", ranged)
+		_, ended, err = tab.Respond(soft, "A", receiver.Timeout)
+		require.NoError(t, err)
+		require.True(t, ended)
+	}
 }
