@@ -192,10 +192,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.sent, st.Sent)
 	counter(c.notified, st.Notified)
 	counter(c.sendErrors, st.SendErrors)
-	for _, o := range outcomes(st.Succeeded, st.TimedOut, st.Refused, st.Disconnected, st.Shutdown, st.WithdrawnEnded) {
+	for _, o := range outcomes(&st.Counters) {
 		counter(c.ended, o.n, o.name)
 	}
-	for _, r := range reasons(st.Late, st.Unknown, st.WrongPeer, st.Duplicate, st.WrongType) {
+	for _, r := range reasons(&st.Counters) {
 		counter(c.dropped, r.n, r.name)
 	}
 	counter(c.panics, st.PanicsHandled)
@@ -239,10 +239,10 @@ func (c *Collector) collectPeer(ch chan<- prometheus.Metric, ps *scheduler.PeerS
 	counter(c.peerSent, ps.Sent, label)
 	counter(c.peerNotified, ps.Notified, label)
 	counter(c.peerSendErrors, ps.SendErrors, label)
-	for _, o := range outcomes(ps.Succeeded, ps.TimedOut, ps.Refused, ps.Disconnected, ps.Shutdown, ps.WithdrawnEnded) {
+	for _, o := range outcomes(&ps.Counters) {
 		counter(c.peerEnded, o.n, label, o.name)
 	}
-	for _, r := range reasons(ps.Late, ps.Unknown, ps.WrongPeer, ps.Duplicate, ps.WrongType) {
+	for _, r := range reasons(&ps.Counters) {
 		counter(c.peerDropped, r.n, label, r.name)
 	}
 	h := &ps.ResponseTimes
@@ -269,15 +269,15 @@ type named struct {
 	n    uint64
 }
 
-// outcomes names the counts of how requests ended.
-func outcomes(answered, timedOut, refused, disconnected, shutdown, withdrawn uint64) [6]named {
-	return [6]named{{"answered", answered}, {"timeout", timedOut}, {"refused", refused},
-		{"disconnected", disconnected}, {"shutdown", shutdown}, {"withdrawn", withdrawn}}
+// outcomes names c's counts of how requests ended.
+func outcomes(c *scheduler.Counters) [6]named {
+	return [6]named{{"answered", c.Succeeded}, {"timeout", c.TimedOut}, {"refused", c.Refused},
+		{"disconnected", c.Disconnected}, {"shutdown", c.Shutdown}, {"withdrawn", c.WithdrawnEnded}}
 }
 
-// reasons names the counts of dropped responses.
-func reasons(late, unknown, wrongPeer, duplicate, wrongType uint64) [5]named {
-	return [5]named{{"late", late}, {"unknown", unknown}, {"wrong_peer", wrongPeer}, {"duplicate", duplicate}, {"wrong_type", wrongType}}
+// reasons names c's counts of dropped responses.
+func reasons(c *scheduler.Counters) [5]named {
+	return [5]named{{"late", c.Late}, {"unknown", c.Unknown}, {"wrong_peer", c.WrongPeer}, {"duplicate", c.Duplicate}, {"wrong_type", c.WrongType}}
 }
 
 // boundSeconds are the histograms' bucket bounds in seconds.
