@@ -2,6 +2,7 @@ package hedge_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -544,5 +545,49 @@ func TestUnqueuedHedge(t *testing.T) {
 		require.Equal(t, uint64(2), h.Stats().Unqueued)
 		require.NoError(t, w.s.Deliver("A", id, "x"))
 		require.Equal(t, []string{"response from A: x"}, r.of(id))
+	})
+}
+
+// reentrant is a hedge.Receiver that calls the Hedger from inside each of
+// its callbacks: it hedges its slow request itself from WantHedge, and
+// tries to hedge and to withdraw it again from OnHedge and OnResponse.
+type reentrant struct {
+	*outcomes
+	h     *hedge.Hedger
+	calls []string
+}
+
+func (r *reentrant) WantHedge(id peer.RequestID, _ peer.ID) bool {
+	r.calls = append(r.calls, fmt.Sprintf("WantHedge: Hedge %v", r.h.Hedge(id)))
+	return false
+}
+
+func (r *reentrant) OnHedge(id peer.RequestID, _ peer.ID) {
+	r.calls = append(r.calls, fmt.Sprintf("OnHedge: Hedge %v", r.h.Hedge(id)))
+}
+
+func (r *reentrant) OnResponse(id peer.RequestID, from peer.ID, response any) {
+	r.calls = append(r.calls, fmt.Sprintf("OnResponse: Withdraw %v", r.h.Withdraw(id)))
+	r.outcomes.OnResponse(id, from, response)
+}
+
+// TestCallbacksMayCallTheHedger: a Receiver's callbacks may call the
+// Hedger that runs them (the Hedger holds no lock of its own while it
+// calls user code), and each call takes effect before the outer call
+// returns: the hedge that WantHedge asks for is sent by the time the soft
+// deadline's callbacks have run, and is the only one.
+func TestCallbacksMayCallTheHedger(t *testing.T) {
+	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
+		r := &reentrant{outcomes: newOutcomes(), h: w.h}
+		b, id := w.askA(r)
+		w.advance(soft)
+		hedged := b.only(t)
+		require.Equal(t, []string{"WantHedge: Hedge true", "OnHedge: Hedge false"}, r.calls)
+		require.NoError(t, w.s.Deliver("B", hedged.id, "x"))
+		require.Equal(t, []string{"response from B: x"}, r.of(id))
+		require.Equal(t, "OnResponse: Withdraw false", r.calls[2], "the call had ended")
+		require.Len(t, r.calls, 3)
+		require.Equal(t, uint64(1), w.h.Stats().Hedges)
+		require.Zero(t, w.h.Stats().Live)
 	})
 }
