@@ -35,7 +35,6 @@ type failKind uint8
 const (
 	failTimeout failKind = iota + 1
 	failDisconnected
-	failWrongType
 	failRefused // the peer said it would not serve the request (overloaded)
 )
 
@@ -157,9 +156,6 @@ func (s *state) failedLocked(asked []ledger.Hash, from peer.ID, why failKind) {
 		p.streak++
 	case failDisconnected:
 		t.disconnects++
-	case failWrongType:
-		t.badResponses++
-		p.streak++
 	case failRefused:
 		// Not in the streak: a refusal is an honest "not now" from a busy
 		// peer, whose limiter in the scheduler already backs it off, and

@@ -9,7 +9,6 @@ import (
 
 	"github.com/peersched/peersched/hedge"
 	"github.com/peersched/peersched/offer"
-	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
 
@@ -23,19 +22,8 @@ func TestHedgeExpectsTheSameType(t *testing.T) {
 		w.connect("A", 1)
 		b := w.connect("B", 1)
 		r := newOutcomes()
-		var id peer.RequestID
-		_, err := w.s.Schedule(senderFunc(func(o offer.Offer) {
-			i := 0
-			if c, _ := o.Channel(0); c.Peer != "A" {
-				i = 1
-			}
-			var err error
-			id, err = w.h.Send(o, i, offer.Request{Message: "get x", Receiver: r, Soft: soft, Timeout: hard,
-				Expect: reflect.TypeFor[answer]()})
-			require.NoError(t, err)
-		}), 0)
-		require.NoError(t, err)
-		require.NotZero(t, id)
+		id := w.send("A", offer.Request{Message: "get x", Receiver: r, Soft: soft, Timeout: hard,
+			Expect: reflect.TypeFor[answer]()})
 		w.advance(soft)
 		hedged := b.only(t)
 

@@ -41,10 +41,12 @@ type world struct {
 // down at the end.
 func inBubble(t *testing.T, cfg hedge.BudgetConfig, body func(w *world)) {
 	t.Helper()
-	inBubbleWith(t, scheduler.Config{InlineCallbacks: true}, cfg, body)
+	inBubbleWith(t, scheduler.Config{InlineCallbacks: true}, cfg, hedge.Options{}, body)
 }
 
-func inBubbleWith(t *testing.T, sc scheduler.Config, cfg hedge.BudgetConfig, body func(w *world)) {
+// inBubbleWith is inBubble with a scheduler of config sc (its clock the
+// mock) and a Hedger of options opts.
+func inBubbleWith(t *testing.T, sc scheduler.Config, cfg hedge.BudgetConfig, opts hedge.Options, body func(w *world)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
 		mock := clock.NewMock()
@@ -56,7 +58,7 @@ func inBubbleWith(t *testing.T, sc scheduler.Config, cfg hedge.BudgetConfig, bod
 		require.NoError(t, err)
 		b, err := hedge.NewBudget(cfg)
 		require.NoError(t, err)
-		h, err := hedge.NewHedger(s, b, hedge.Options{})
+		h, err := hedge.NewHedger(s, b, opts)
 		require.NoError(t, err)
 		w := &world{t: t, clock: mock, s: s, h: h, peers: map[peer.ID]*host{}}
 		body(w)
@@ -69,6 +71,16 @@ func (w *world) advance(d time.Duration) {
 	synctest.Wait()
 	w.clock.Add(d)
 	synctest.Wait()
+}
+
+// askA is most tests' start: peers A and B with one channel each, and
+// "get x" sent to A for r. It returns B, the peer a hedge can go to, and
+// the request's ID.
+func (w *world) askA(r receiver.Receiver) (b *host, id peer.RequestID) {
+	w.t.Helper()
+	w.connect("A", 1)
+	b = w.connect("B", 1)
+	return b, w.request("A", "get x", r)
 }
 
 func (w *world) connect(id peer.ID, channels int) *host {
@@ -88,6 +100,13 @@ func (w *world) request(to peer.ID, message any, r receiver.Receiver) peer.Reque
 
 func (w *world) requestWith(to peer.ID, message any, r receiver.Receiver, soft, hard time.Duration) peer.RequestID {
 	w.t.Helper()
+	return w.send(to, offer.Request{Message: message, Receiver: r, Soft: soft, Timeout: hard})
+}
+
+// send sends req to peer to through the Hedger's Send, from a sender of
+// its own, and returns the request's ID.
+func (w *world) send(to peer.ID, req offer.Request) peer.RequestID {
+	w.t.Helper()
 	var id peer.RequestID
 	var err error
 	offered := false
@@ -95,7 +114,7 @@ func (w *world) requestWith(to peer.ID, message any, r receiver.Receiver, soft, 
 		for i, c := range o.All() {
 			if c.Peer == to {
 				offered = true
-				id, err = w.h.Request(o, i, message, r, soft, hard)
+				id, err = w.h.Send(o, i, req)
 				return
 			}
 		}

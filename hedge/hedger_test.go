@@ -1,15 +1,13 @@
 package hedge_test
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/hedge"
@@ -24,10 +22,8 @@ import (
 // its receiver gets the answer once.
 func TestNoSlowNoHedge(t *testing.T) {
 	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
-		w.connect("A", 1)
-		b := w.connect("B", 1)
 		r := newOutcomes()
-		id := w.request("A", "get x", r)
+		b, id := w.askA(r)
 		w.advance(soft - time.Millisecond)
 		require.NoError(t, w.s.Deliver("A", id, "x"))
 		w.advance(2 * hard)
@@ -44,10 +40,8 @@ func TestNoSlowNoHedge(t *testing.T) {
 // closed until its own answer, which reaches nobody).
 func TestHedgeWins(t *testing.T) {
 	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
-		w.connect("A", 1)
-		b := w.connect("B", 1)
 		r := newOutcomes()
-		id := w.request("A", "get x", r)
+		b, id := w.askA(r)
 		w.advance(soft - time.Millisecond)
 		require.Empty(t, b.sends(), "not slow yet")
 		w.advance(time.Millisecond)
@@ -77,10 +71,8 @@ func TestHedgeWins(t *testing.T) {
 // sent: its answer is the one call, and the hedge is withdrawn.
 func TestFirstWinsAfterHedge(t *testing.T) {
 	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
-		w.connect("A", 1)
-		b := w.connect("B", 1)
 		r := newOutcomes()
-		id := w.request("A", "get x", r)
+		b, id := w.askA(r)
 		w.advance(soft)
 		hedged := b.only(t)
 		w.advance(10 * time.Millisecond)
@@ -103,10 +95,8 @@ func TestFirstWinsAfterHedge(t *testing.T) {
 func TestBothFail(t *testing.T) {
 	t.Run("hedge refused, then the first times out", func(t *testing.T) {
 		inBubble(t, hedge.BudgetConfig{}, func(w *world) {
-			w.connect("A", 1)
-			b := w.connect("B", 1)
 			r := newOutcomes()
-			id := w.request("A", "get x", r)
+			b, id := w.askA(r)
 			w.advance(soft)
 			require.NoError(t, w.s.Refuse("B", b.only(t).id))
 			require.Empty(t, r.of(id), "the first may still answer")
@@ -118,10 +108,8 @@ func TestBothFail(t *testing.T) {
 	})
 	t.Run("first disconnected, then the hedge times out", func(t *testing.T) {
 		inBubble(t, hedge.BudgetConfig{}, func(w *world) {
-			w.connect("A", 1)
-			w.connect("B", 1)
 			r := newOutcomes()
-			id := w.request("A", "get x", r)
+			_, id := w.askA(r)
 			w.advance(soft)
 			require.NoError(t, w.s.Disconnect("A"))
 			require.Empty(t, r.of(id), "the hedge may still answer")
@@ -255,11 +243,9 @@ func TestHostRefusesTheHedge(t *testing.T) {
 // call ends, which withdraws it and refunds its token.
 func TestHostRefusesEveryHedgeChannel(t *testing.T) {
 	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
-		w.connect("A", 1)
-		b := w.connect("B", 1)
-		b.fail = errors.New("link down")
 		r := newOutcomes()
-		id := w.request("A", "get x", r)
+		b, id := w.askA(r)
+		b.fail = errors.New("link down")
 		w.advance(soft)
 		require.Equal(t, 1, w.s.Stats().SendersParked, "its send failed: parked")
 		require.Equal(t, 1, w.h.Stats().Waiting)
@@ -279,17 +265,9 @@ func TestHostRefusesEveryHedgeChannel(t *testing.T) {
 // avoiding the first request's peer, besides the peers the Hedger's
 // options avoid.
 func TestHedgesAvoidTheFirstPeerAndWhatTheyAreTold(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mock := clock.NewMock()
-		s, err := scheduler.New(scheduler.Config{Clock: mock, InlineCallbacks: true, RankSeed: 1})
-		require.NoError(t, err)
-		h, err := hedge.NewHedger(s, nil, hedge.Options{Sender: offer.Options{Avoid: []peer.ID{"B"}}})
-		require.NoError(t, err)
-		w := &world{t: t, clock: mock, s: s, h: h, peers: map[peer.ID]*host{}}
-		w.connect("A", 1)
-		w.connect("B", 1)
-		r := newOutcomes()
-		w.request("A", "get x", r)
+	opts := hedge.Options{Sender: offer.Options{Avoid: []peer.ID{"B"}}}
+	inBubbleWith(t, scheduler.Config{InlineCallbacks: true}, hedge.BudgetConfig{}, opts, func(w *world) {
+		w.askA(newOutcomes())
 		w.advance(soft)
 		require.Empty(t, w.peers["B"].sends(), "B is avoided")
 		require.Equal(t, 1, w.h.Stats().Waiting, "only A and B are open: the hedge waits")
@@ -297,7 +275,6 @@ func TestHedgesAvoidTheFirstPeerAndWhatTheyAreTold(t *testing.T) {
 		c := w.connect("C", 1)
 		hedged := c.only(t)
 		require.Equal(t, "get x", hedged.message)
-		require.NoError(t, s.Shutdown(context.Background()))
 	})
 }
 
@@ -388,10 +365,8 @@ func (d *decider) OnHedge(id peer.RequestID, to peer.ID) {
 // the hedge when it is sent.
 func TestReceiverDecidesWhen(t *testing.T) {
 	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
-		w.connect("A", 1)
-		b := w.connect("B", 1)
 		d := &decider{outcomes: newOutcomes()}
-		id := w.request("A", "get x", d)
+		b, id := w.askA(d)
 		require.False(t, w.h.Hedge(id), "not slow yet")
 		w.advance(soft)
 		require.Equal(t, []string{"A"}, d.asked)
@@ -470,7 +445,7 @@ func TestRequestErrors(t *testing.T) {
 // nothing at the end. (Run with -race, it also checks the Hedger's
 // locking.)
 func TestEveryCallEndsOnce(t *testing.T) {
-	inBubbleWith(t, scheduler.Config{}, hedge.BudgetConfig{PerThousand: 500, Burst: 20}, func(w *world) {
+	inBubbleWith(t, scheduler.Config{}, hedge.BudgetConfig{PerThousand: 500, Burst: 20}, hedge.Options{}, func(w *world) {
 		for _, id := range []peer.ID{"A", "B", "C", "D"} {
 			w.connect(id, 4)
 		}
@@ -555,14 +530,11 @@ func TestEveryCallEndsOnce(t *testing.T) {
 // it does not know) is not sent; its token comes back, Stats counts it,
 // and the request goes on to its own answer. Hedge may try again.
 func TestUnqueuedHedge(t *testing.T) {
-	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
-		h, err := hedge.NewHedger(w.s, nil, hedge.Options{Sender: offer.Options{Class: "no such class"}})
-		require.NoError(t, err)
-		w.h = h
-		w.connect("A", 1)
-		b := w.connect("B", 1)
+	opts := hedge.Options{Sender: offer.Options{Class: "no such class"}}
+	inBubbleWith(t, scheduler.Config{InlineCallbacks: true}, hedge.BudgetConfig{}, opts, func(w *world) {
+		h := w.h
 		r := newOutcomes()
-		id := w.request("A", "get x", r)
+		b, id := w.askA(r)
 		w.advance(soft)
 		st := h.Stats()
 		require.Equal(t, uint64(1), st.Unqueued)
@@ -573,5 +545,49 @@ func TestUnqueuedHedge(t *testing.T) {
 		require.Equal(t, uint64(2), h.Stats().Unqueued)
 		require.NoError(t, w.s.Deliver("A", id, "x"))
 		require.Equal(t, []string{"response from A: x"}, r.of(id))
+	})
+}
+
+// reentrant is a hedge.Receiver that calls the Hedger from inside each of
+// its callbacks: it hedges its slow request itself from WantHedge, and
+// tries to hedge and to withdraw it again from OnHedge and OnResponse.
+type reentrant struct {
+	*outcomes
+	h     *hedge.Hedger
+	calls []string
+}
+
+func (r *reentrant) WantHedge(id peer.RequestID, _ peer.ID) bool {
+	r.calls = append(r.calls, fmt.Sprintf("WantHedge: Hedge %v", r.h.Hedge(id)))
+	return false
+}
+
+func (r *reentrant) OnHedge(id peer.RequestID, _ peer.ID) {
+	r.calls = append(r.calls, fmt.Sprintf("OnHedge: Hedge %v", r.h.Hedge(id)))
+}
+
+func (r *reentrant) OnResponse(id peer.RequestID, from peer.ID, response any) {
+	r.calls = append(r.calls, fmt.Sprintf("OnResponse: Withdraw %v", r.h.Withdraw(id)))
+	r.outcomes.OnResponse(id, from, response)
+}
+
+// TestCallbacksMayCallTheHedger: a Receiver's callbacks may call the
+// Hedger that runs them (the Hedger holds no lock of its own while it
+// calls user code), and each call takes effect before the outer call
+// returns: the hedge that WantHedge asks for is sent by the time the soft
+// deadline's callbacks have run, and is the only one.
+func TestCallbacksMayCallTheHedger(t *testing.T) {
+	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
+		r := &reentrant{outcomes: newOutcomes(), h: w.h}
+		b, id := w.askA(r)
+		w.advance(soft)
+		hedged := b.only(t)
+		require.Equal(t, []string{"WantHedge: Hedge true", "OnHedge: Hedge false"}, r.calls)
+		require.NoError(t, w.s.Deliver("B", hedged.id, "x"))
+		require.Equal(t, []string{"response from B: x"}, r.of(id))
+		require.Equal(t, "OnResponse: Withdraw false", r.calls[2], "the call had ended")
+		require.Len(t, r.calls, 3)
+		require.Equal(t, uint64(1), w.h.Stats().Hedges)
+		require.Zero(t, w.h.Stats().Live)
 	})
 }
