@@ -27,10 +27,10 @@ func mustGenerate(t testing.TB, seed uint64, objects int) *ledger.Ledger {
 }
 
 // smallConfig is the overlay the tests pin: 50 nodes of degree 8, three
-// seeders, a generated ledger of 300 leaves (408 nodes), and a time limit
-// short enough that the peer set, which starves here, ends soon.
+// seeders, a generated ledger of 200 leaves, and a time limit short enough
+// that the peer set, which starves here, ends soon.
 func smallConfig(t testing.TB, seed uint64) Config {
-	return Config{Ledger: mustGenerate(t, 1, 300), Nodes: 50, Degree: 8, Seed: seed, TimeLimit: 10 * time.Second}
+	return Config{Ledger: mustGenerate(t, 1, 200), Nodes: 50, Degree: 8, Seed: seed, TimeLimit: 3 * time.Second}
 }
 
 func mustRun(t *testing.T, cfg Config, st Strategy) Result {

@@ -71,21 +71,21 @@ func writeTable(w io.Writer, o options, out output) {
 	row("requests dropped (overload)", func(r strategyRun) string { return fmt.Sprint(r.Dropped) })
 	row("requests sent", func(r strategyRun) string { return fmt.Sprint(r.Requests) })
 	row("timeouts", func(r strategyRun) string { return fmt.Sprint(r.Timeouts) })
-	row("bytes sent per node (mean)", func(r strategyRun) string { return bytes(r.BytesPerNode) })
-	row("bytes sent, busiest node", func(r strategyRun) string { return bytes(float64(r.MaxBytesSent)) })
+	row("bytes sent per node (mean)", func(r strategyRun) string { return byteCount(r.BytesPerNode) })
+	row("bytes sent, busiest node", func(r strategyRun) string { return byteCount(float64(r.MaxBytesSent)) })
 	row("duplicate objects received", func(r strategyRun) string { return fmt.Sprintf("%.3f%%", 100*r.DuplicateShare) })
 	row("fairness (Jain, completion times)", func(r strategyRun) string { return fmt.Sprintf("%.3f", r.Fairness) })
 	row("wall time", func(r strategyRun) string { return fmt.Sprintf("%.1fs", r.Wall) })
 	tw.Flush()
 	if out.PeakRSS > 0 {
-		fmt.Fprintf(w, "\npeak memory (RSS) %s\n", bytes(float64(out.PeakRSS)))
+		fmt.Fprintf(w, "\npeak memory (RSS) %s\n", byteCount(float64(out.PeakRSS)))
 	}
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
 
-// bytes renders a byte count in kB, MB or GB (powers of 1000).
-func bytes(n float64) string {
+// byteCount renders a byte count in kB, MB or GB (powers of 1000).
+func byteCount(n float64) string {
 	switch {
 	case n >= 1e9:
 		return fmt.Sprintf("%.2f GB", n/1e9)
