@@ -105,8 +105,22 @@ func writeSVG(path string, o options, out output) error {
 		YLabel: "fraction of fetching nodes done",
 		YMax:   1,
 	}
+	// The x axis ends a quarter past the last completion: a fetch that
+	// never completes would otherwise squeeze every curve against the left
+	// edge of a plot as long as the time limit. The lines run on, flat, to
+	// the right edge.
+	last := 0.0
 	for _, r := range out.Runs {
-		s := svgplot.Series{Name: name(o, r.Strategy), Points: []svgplot.Point{{X: 0, Y: 0}}}
+		if n := len(r.Curve); n > 0 {
+			last = max(last, time.Duration(r.Curve[n-1].At).Seconds())
+		}
+	}
+	if last > 0 {
+		chart.XMax = 1.25 * last
+	}
+	for _, r := range out.Runs {
+		label := fmt.Sprintf("%s: %d of %d done", name(o, r.Strategy), r.Completed, r.Fetching)
+		s := svgplot.Series{Name: label, Points: []svgplot.Point{{X: 0, Y: 0}}}
 		for _, p := range r.Curve {
 			s.Points = append(s.Points, svgplot.Point{X: time.Duration(p.At).Seconds(), Y: p.Fraction})
 		}

@@ -133,7 +133,7 @@ func TestTableAndSVG(t *testing.T) {
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("the SVG does not parse: %v", err)
 	}
-	if len(doc.Polylines) != 3 || doc.Polylines[0].Name != "scheduler (adaptive)" || doc.Polylines[2].Name != "peer set (4 channels)" {
+	if len(doc.Polylines) != 3 || !strings.HasPrefix(doc.Polylines[0].Name, "scheduler (adaptive): ") || !strings.HasPrefix(doc.Polylines[2].Name, "peer set (4 channels): ") {
 		t.Errorf("curves %+v, want one per strategy", doc.Polylines)
 	}
 }

@@ -31,8 +31,9 @@ type Chart struct {
 	// Width and Height are the picture's size in pixels; 0 means 720 by
 	// 440.
 	Width, Height int
-	// XMax and YMax, if positive, fix the axes' upper ends; otherwise they
-	// come from the data. Both axes start at 0.
+	// XMax and YMax, if positive, fix the axes' upper ends (rounded up to
+	// a tick); otherwise they come from the data. Both axes start at 0. A
+	// point beyond an axis's end is drawn at the edge.
 	XMax, YMax float64
 	Series     []Series
 }
