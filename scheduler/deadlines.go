@@ -29,16 +29,11 @@ func (s *Scheduler) armTimerLocked(now time.Duration) {
 	}
 	s.timerArmed, s.timerAt = true, next
 	wait := max(next-now, 0)
-	// A fresh timer rather than Reset: a clock whose timers are driven
-	// from outside the runtime (package overlay's virtual clock, which
-	// runs thousands of schedulers in one process) learns every deadline
-	// through AfterFunc, and cannot see a Reset. A timer re-arms about
-	// once per firing, so the allocation is rare; a stale firing of the
-	// stopped timer only re-arms, as above.
-	if s.timer != nil {
-		s.timer.Stop()
+	if s.timer == nil {
+		s.timer = s.clock.AfterFunc(wait, s.onTimer)
+	} else {
+		s.timer.Reset(wait)
 	}
-	s.timer = s.clock.AfterFunc(wait, s.onTimer)
 }
 
 // onTimer runs on the clock's goroutine when the timer fires.
