@@ -17,12 +17,18 @@ import (
 // in the background, which is what makes thousands of schedulers in one
 // process deterministic.
 //
-// The clock package's Timer is a concrete type whose Stop this clock cannot
-// intercept, so each AfterFunc timer is backed by a private clock.Mock that
-// is never advanced: Stop on it records the stop, and the driver asks it
-// (by stopping it once more) before running the function. A Reset would go
-// unseen, so the schedulers here must re-arm with a fresh AfterFunc, as
-// package scheduler does.
+// The clock package's Timer is a concrete type whose Stop and Reset this
+// clock cannot intercept, so each AfterFunc timer is backed by a private
+// clock.Mock that is never advanced: Stop on it records the stop, and the
+// driver asks it (by stopping it once more) before running the function. A
+// Reset is seen only as the timer being armed, never for when. So the
+// timers of a node whose clock says they may be Reset (a scheduler's: it
+// arms one timer and re-arms it with Reset) are also polled every
+// PollEvery, and their function runs whenever the poll finds them armed.
+// That suits the scheduler, whose timer function, run before anything is
+// due, only re-arms (the benchmarks' stepped clock relies on the same); its
+// deadlines then fire at most PollEvery late. Other timers (the peer set's,
+// one per request, never Reset) fire exactly once, at their time.
 //
 // Only Now, Since, Until, AfterFunc and Ticker are supported; the others
 // panic. Tickers never tick: fetch uses its ticker for Progress and the
@@ -34,9 +40,23 @@ import (
 type virtualClock struct {
 	mu sync.Mutex
 	// The following fields are guarded by mu.
-	now   time.Time
-	seq   uint64
-	queue timerQueue
+	now    time.Time
+	seq    uint64
+	queue  timerQueue
+	polled []polledTimer // timers that may be Reset, in the order armed
+	poll   bool          // a poll is queued
+}
+
+// PollEvery is how often the virtual clock looks for armed timers that may
+// have been Reset (see virtualClock): the most a scheduler's deadline fires
+// late in the simulation.
+const PollEvery = time.Millisecond
+
+// polledTimer is a timer that may be Reset.
+type polledTimer struct {
+	handle *clock.Timer
+	fn     func()
+	owner  *nodeClock // nil for a timer of no node
 }
 
 // epoch is where every simulation's time starts.
@@ -78,12 +98,14 @@ func (q *timerQueue) Pop() any {
 func (c *virtualClock) at(d time.Duration, fn func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pushLocked(d, fn, nil)
+	c.pushLocked(timerEntry{fn: fn}, d)
 }
 
-func (c *virtualClock) pushLocked(d time.Duration, fn func(), handle *clock.Timer) {
+// pushLocked queues e to run d from now. The caller holds c.mu.
+func (c *virtualClock) pushLocked(e timerEntry, d time.Duration) {
 	c.seq++
-	heap.Push(&c.queue, timerEntry{at: c.now.Add(max(d, 0)), seq: c.seq, fn: fn, handle: handle})
+	e.at, e.seq = c.now.Add(max(d, 0)), c.seq
+	heap.Push(&c.queue, e)
 }
 
 // next takes the earliest entry due no later than limit whose timer has not
@@ -101,6 +123,41 @@ func (c *virtualClock) next(limit time.Time) (func(), bool) {
 		return e.fn, true
 	}
 	return nil, false
+}
+
+// pollTimers runs, in the order they were made, the functions of the
+// polled timers that are armed, and queues the next poll while there are
+// any. Finding one armed disarms it: its function re-arms it if it must.
+// Timers of retired nodes are forgotten.
+func (c *virtualClock) pollTimers() {
+	c.mu.Lock()
+	var armed []func()
+	keep := c.polled[:0]
+	for _, p := range c.polled {
+		if p.owner != nil && p.owner.retired {
+			continue
+		}
+		keep = append(keep, p)
+		if p.handle.Stop() {
+			armed = append(armed, p.fn)
+		}
+	}
+	clear(c.polled[len(keep):])
+	c.polled = keep
+	if c.poll = len(c.polled) > 0; c.poll {
+		c.pushLocked(timerEntry{fn: c.pollTimers}, PollEvery)
+	}
+	c.mu.Unlock()
+	for _, fn := range armed {
+		fn()
+	}
+}
+
+// retire forgets the timers of n's clock: its node no longer runs a fetch.
+func (c *virtualClock) retire(n *nodeClock) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n.retired = true
 }
 
 // pending reports how many entries are queued, stopped timers included.
@@ -122,10 +179,21 @@ func (c *virtualClock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) 
 // AfterFunc runs f on the driver's goroutine d from now, unless the
 // returned timer is stopped first. The timer must not be Reset.
 func (c *virtualClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
+	return c.afterFunc(d, f, nil)
+}
+
+func (c *virtualClock) afterFunc(d time.Duration, f func(), owner *nodeClock) *clock.Timer {
 	handle := clock.NewMock().AfterFunc(d, func() {})
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.pushLocked(d, f, handle)
+	c.pushLocked(timerEntry{fn: f, handle: handle}, d)
+	if owner != nil && owner.resettable {
+		c.polled = append(c.polled, polledTimer{handle: handle, fn: f, owner: owner})
+		if !c.poll {
+			c.poll = true
+			c.pushLocked(timerEntry{fn: c.pollTimers}, PollEvery)
+		}
+	}
 	return handle
 }
 
@@ -152,12 +220,21 @@ func unsupported(method string) string {
 // waits: the fetch asks for its ticker just then.
 type nodeClock struct {
 	*virtualClock
-	once     sync.Once
-	watching chan struct{} // closed by the first Ticker
+	// resettable says the node's timers may be Reset, and must be polled
+	// (see virtualClock): set for a scheduler's clock.
+	resettable bool
+	once       sync.Once
+	watching   chan struct{} // closed by the first Ticker
+	retired    bool          // guarded by virtualClock.mu; see retire
 }
 
-func newNodeClock(c *virtualClock) *nodeClock {
-	return &nodeClock{virtualClock: c, watching: make(chan struct{})}
+// AfterFunc is virtualClock's, its timer the node's (see retire).
+func (c *nodeClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
+	return c.virtualClock.afterFunc(d, f, c)
+}
+
+func newNodeClock(c *virtualClock, resettable bool) *nodeClock {
+	return &nodeClock{virtualClock: c, resettable: resettable, watching: make(chan struct{})}
 }
 
 func (c *nodeClock) Ticker(d time.Duration) *clock.Ticker {

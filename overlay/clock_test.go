@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/benbjohnson/clock"
 )
 
 // TestVirtualClockOrder: entries run in (time, order armed) order, equal
@@ -61,7 +63,7 @@ func TestVirtualClockOrder(t *testing.T) {
 // TestNodeClockSignalsWatching: a node's clock tells when its fetch asks for
 // a ticker, and that ticker never ticks.
 func TestNodeClockSignalsWatching(t *testing.T) {
-	c := newNodeClock(newVirtualClock())
+	c := newNodeClock(newVirtualClock(), false)
 	select {
 	case <-c.watching:
 		t.Fatal("watching before any Ticker")
@@ -85,3 +87,60 @@ func TestNodeClockSignalsWatching(t *testing.T) {
 	default:
 	}
 }
+
+// TestResettableTimersArePolled: a scheduler's clock finds its timer
+// re-armed with Reset within PollEvery, runs it, and forgets it once its
+// node retires; a timer on a clock whose timers are never Reset fires once,
+// exactly.
+func TestResettableTimersArePolled(t *testing.T) {
+	vc := newVirtualClock()
+	sched := newNodeClock(vc, true)
+	other := newNodeClock(vc, false)
+	var schedAt, otherAt []time.Duration
+	var timer *clockTimer
+	timer = &clockTimer{}
+	timer.t = sched.AfterFunc(10*time.Millisecond, func() {
+		schedAt = append(schedAt, vc.Now().Sub(epoch))
+		if len(schedAt) < 3 {
+			timer.t.Reset(5*time.Millisecond + 300*time.Microsecond)
+		}
+	})
+	var once *clockTimer
+	once = &clockTimer{}
+	once.t = other.AfterFunc(7*time.Millisecond, func() {
+		otherAt = append(otherAt, vc.Now().Sub(epoch))
+		once.t.Reset(time.Millisecond) // unseen: never runs again
+	})
+	run := func(until time.Duration) {
+		for fn, ok := vc.next(epoch.Add(until)); ok; fn, ok = vc.next(epoch.Add(until)) {
+			fn()
+		}
+	}
+	run(100 * time.Millisecond)
+	if len(otherAt) != 1 || otherAt[0] != 7*time.Millisecond {
+		t.Errorf("the other timer ran at %v, want once at 7ms", otherAt)
+	}
+	// Polls run every PollEvery from the first AfterFunc, at 1ms, 2ms, ...;
+	// a poll runs an armed timer whether it is due or not (the scheduler
+	// only re-arms then), so the first poll runs it at 1ms, before its
+	// time; it re-arms at 1ms+5.3ms, found by the poll at 2ms, and so on.
+	if len(schedAt) != 3 {
+		t.Fatalf("the scheduler's timer ran at %v, want three times", schedAt)
+	}
+	for i, at := range schedAt {
+		if at != time.Duration(i+1)*PollEvery {
+			t.Errorf("run %d at %v, want %v (each poll finds it armed)", i, at, time.Duration(i+1)*PollEvery)
+		}
+	}
+	vc.retire(sched)
+	timer.t.Reset(time.Millisecond)
+	run(200 * time.Millisecond)
+	if len(schedAt) != 3 {
+		t.Errorf("a retired node's timer ran again: %v", schedAt)
+	}
+	if vc.pending() != 0 {
+		t.Errorf("%d entries left: polling goes on with nothing to poll", vc.pending())
+	}
+}
+
+type clockTimer struct{ t *clock.Timer }

@@ -127,7 +127,9 @@ func (s *simulation) start() error {
 // of its own and waits until the fetch has sent its first requests and only
 // waits (or has returned).
 func (s *simulation) startFetch(n *node) error {
-	n.clock = newNodeClock(s.clock)
+	// A scheduler re-arms its one timer with Reset, which the virtual
+	// clock must poll for; the peer set never does.
+	n.clock = newNodeClock(s.clock, s.strategy != PeerSet)
 	cfg := fetch.Config{
 		Root:     s.cfg.Ledger.Root(),
 		Expected: s.cfg.Ledger.Len(),
@@ -240,6 +242,7 @@ func (s *simulation) finish(n *node) {
 	if n.sched != nil {
 		n.sched.Stop()
 	}
+	s.clock.retire(n.clock)
 	n.host, n.sched = nil, nil // its fetch's state can go
 	s.progress()
 }
