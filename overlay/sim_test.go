@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/internal/fixtures"
+	"github.com/peersched/peersched/internal/lockorder"
 	"github.com/peersched/peersched/internal/pinned"
+	"github.com/peersched/peersched/internal/race"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/simnet"
 )
@@ -33,6 +35,20 @@ func smallConfig(t testing.TB, seed uint64) Config {
 	return Config{Ledger: mustGenerate(t, 1, 200), Nodes: 50, Degree: 8, Seed: seed, TimeLimit: 3 * time.Second}
 }
 
+// checked reports a build whose checks make every lock and memory access
+// slow (-race, or the lock-order checks): the tests then simulate smaller
+// overlays, so that each stays within seconds.
+const checked = race.Enabled || lockorder.Enabled
+
+// testConfig is smallConfig, or in a checked build a smaller overlay of
+// 12 nodes of degree 3 fetching 40 leaves.
+func testConfig(t testing.TB, seed uint64) Config {
+	if checked {
+		return Config{Ledger: mustGenerate(t, 1, 40), Nodes: 12, Degree: 3, Seed: seed, TimeLimit: 2 * time.Second}
+	}
+	return smallConfig(t, seed)
+}
+
 func mustRun(t *testing.T, cfg Config, st Strategy) Result {
 	t.Helper()
 	r, err := Run(cfg, st)
@@ -47,12 +63,12 @@ func mustRun(t *testing.T, cfg Config, st Strategy) Result {
 func TestRunIsDeterministic(t *testing.T) {
 	for _, st := range Strategies {
 		t.Run(string(st), func(t *testing.T) {
-			a := mustRun(t, smallConfig(t, 1), st)
-			b := mustRun(t, smallConfig(t, 1), st)
+			a := mustRun(t, testConfig(t, 1), st)
+			b := mustRun(t, testConfig(t, 1), st)
 			if !reflect.DeepEqual(a, b) {
 				t.Errorf("two runs with seed 1 differ:\n%s\n%s", summary(a), summary(b))
 			}
-			c := mustRun(t, smallConfig(t, 2), st)
+			c := mustRun(t, testConfig(t, 2), st)
 			c.Seed = a.Seed
 			if reflect.DeepEqual(a, c) {
 				t.Errorf("seeds 1 and 2 gave the same outcome:\n%s", summary(a))
@@ -64,7 +80,7 @@ func TestRunIsDeterministic(t *testing.T) {
 // TestRunInvariants checks what must hold of any outcome, and that with the
 // scheduler every fetching node of the small overlay completes.
 func TestRunInvariants(t *testing.T) {
-	cfg := smallConfig(t, 1)
+	cfg := testConfig(t, 1)
 	for _, st := range Strategies {
 		t.Run(string(st), func(t *testing.T) {
 			r := mustRun(t, cfg, st)
@@ -127,6 +143,11 @@ func checkInvariants(t *testing.T, cfg Config, r Result) {
 // strategy: the code computes it, and a change to it must be deliberate
 // (rerun with -update-overlay).
 func TestSmallOverlayOutcome(t *testing.T) {
+	if checked {
+		// Its outcome is exact, and its code runs checked in the other
+		// tests, on smaller overlays.
+		t.Skip("the pinned overlay takes minutes in a checked build (-race, -tags lockorder); run it without: go test ./overlay -run TestSmallOverlayOutcome")
+	}
 	var b strings.Builder
 	for _, st := range Strategies {
 		b.WriteString(summary(mustRun(t, smallConfig(t, 1), st)))
@@ -154,8 +175,12 @@ func summary(r Result) string {
 func TestOverloadDropsAndRefuses(t *testing.T) {
 	for _, overflow := range []simnet.Overflow{simnet.OverflowDrop, simnet.OverflowReject} {
 		t.Run(overflow.String(), func(t *testing.T) {
-			cfg := Config{Ledger: mustGenerate(t, 3, 200), Nodes: 30, Degree: 6, Seeders: 1, Seed: 4, Channels: 8,
-				Service: simnet.Service{Workers: 1, PerRequest: 5 * time.Millisecond, PerObject: 100 * time.Microsecond, QueueLimit: 1, Overflow: overflow}}
+			leaves, nodes := 120, 16
+			if checked {
+				leaves, nodes = 50, 10
+			}
+			cfg := Config{Ledger: mustGenerate(t, 3, leaves), Nodes: nodes, Degree: 4, Seeders: 1, Seed: 4, Channels: 8, TimeLimit: 20 * time.Second,
+				Service: simnet.Service{Workers: 1, PerRequest: 20 * time.Millisecond, PerObject: 100 * time.Microsecond, QueueLimit: 1, Overflow: overflow}}
 			r := mustRun(t, cfg, Fixed)
 			checkInvariants(t, cfg, r)
 			if r.Completed != r.Fetching {
@@ -190,6 +215,9 @@ func TestRealLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Ledger: l, Nodes: 30, Degree: 6, Seed: 1}
+	if checked {
+		cfg.Nodes, cfg.Degree = 6, 3
+	}
 	r := mustRun(t, cfg, Adaptive)
 	checkInvariants(t, cfg, r)
 	if r.Completed != r.Fetching || r.Objects != l.Len() {
