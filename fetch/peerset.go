@@ -70,14 +70,20 @@ func NewPeerset(cfg Config) (*Peerset, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Peerset{
+	ps := &Peerset{
 		state:   newState(cfg),
 		conns:   make(map[peer.ID]*psConn),
 		inSet:   make(map[peer.ID]bool),
 		seen:    make(map[peer.ID]bool),
 		pending: make(map[uint64]*psRequest),
 		ended:   make(map[uint64]bool),
-	}, nil
+	}
+	ps.verdicts.wake = func() {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		ps.pumpLocked()
+	}
+	return ps, nil
 }
 
 // Connect makes p available; if the set is not full yet it joins the set.
@@ -141,12 +147,21 @@ func (ps *Peerset) Deliver(from peer.ID, id peer.RequestID, response any) error 
 	reuse(ps.cfg.Base, results)
 
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
 	if ps.finished {
+		ps.mu.Unlock()
 		return nil
 	}
+	named := len(ps.verdicts.useless)
 	ps.answeredLocked(r.hashes, from, results, valid, now.Sub(r.sentAt), now)
+	if len(ps.verdicts.useless) > named {
+		// As for a timeout: the set lost a peer that serves, so it
+		// takes one more.
+		ps.widenLocked()
+	}
 	ps.pumpLocked()
+	useless := ps.takeDisconnectsLocked()
+	ps.mu.Unlock()
+	ps.disconnect(useless) // the host's Disconnect may call ours, which locks
 	return nil
 }
 
@@ -268,12 +283,14 @@ func (ps *Peerset) widenLocked() bool {
 }
 
 // pumpLocked sends batches to the peers of the set while they have room and
-// work is waiting. A retry avoids the peer that failed it as long as another
-// peer of the set has requests in flight (and so will come back for more).
+// work is waiting, skipping those benched or judged useless. A retry avoids
+// the peer that failed it as long as another peer of the set has requests
+// in flight (and so will come back for more).
 func (ps *Peerset) pumpLocked() {
 	if !ps.running || ps.finished {
 		return
 	}
+	now := ps.cfg.Clock.Now()
 	if ps.front.waitingCount() > 0 && !ps.anyLiveLocked() {
 		ps.widenLocked()
 	}
@@ -286,6 +303,9 @@ func (ps *Peerset) pumpLocked() {
 			c, up := ps.conns[id]
 			if !up {
 				continue // gone: skipped, as a dead weak pointer would be
+			}
+			if !ps.mayAskLocked(id, now) {
+				continue // benched or useless (see Config.Penalty)
 			}
 			for ps.front.waitingCount() > 0 && ps.tally.peer(id).inFlight < c.channels {
 				if !ps.sendLocked(c, id, anyPeer) {

@@ -77,6 +77,7 @@ func (s *state) end(strategy string, start time.Time, cause error, peers int, dr
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	s.finished = true
+	s.stopWakeLocked()
 	p := s.progressLocked(now.Sub(start), peers)
 	p.Done = true
 	if p.Elapsed > 0 {

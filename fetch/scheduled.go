@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"slices"
 	"time"
 
 	"github.com/peersched/peersched/hedge"
@@ -138,7 +137,9 @@ func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
 	if err != nil {
 		panic(fmt.Sprintf("fetch: hedge.NewHedger refuses a scheduler: %v", err)) // s is not nil
 	}
-	return &bulk{state: newState(cfg), sched: s, inFlight: make(map[peer.RequestID]*request), hedger: h}
+	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[peer.RequestID]*request), hedger: h}
+	b.verdicts.wake = b.wakeFromOutside
+	return b
 }
 
 // newHedgeBudget returns the fetch's hedge budget: cfg.HedgesPerThousand of
@@ -242,6 +243,35 @@ func (b *bulk) wakeLocked() {
 	}
 }
 
+// wakeFromOutside is wakeLocked for a goroutine that is not running a
+// callback (the judge's timer, when a bench that kept requests back ends):
+// Schedule and Reoffer may run the offer before they return, so the lock is
+// not held across them.
+func (b *bulk) wakeFromOutside() {
+	b.mu.Lock()
+	if b.finished || b.front.waitingCount() == 0 {
+		b.mu.Unlock()
+		return
+	}
+	switch {
+	case !b.queued:
+		b.mu.Unlock()
+		b.scheduleFromOutside()
+		return
+	case !b.declined:
+		// Not offered yet: the next open channel is for it.
+	case b.ticket == 0:
+		b.poke = true // Run's first Schedule has not returned: it will do this
+	default:
+		t := b.ticket
+		b.declined = false
+		b.mu.Unlock()
+		b.sched.Reoffer(t) // false only if the sender left meanwhile: then it is not parked
+		return
+	}
+	b.mu.Unlock()
+}
+
 // OnOffer fills every channel of the offer it may with a batch of hashes:
 // the scheduler's order, best channel first, except that peers with a
 // recent failure come after those without. (The scheduler ranks a peer that
@@ -249,7 +279,10 @@ func (b *bulk) wakeLocked() {
 // otherwise get every request at the top of the tree, where there are only
 // a few.) A retry avoids the peers that failed it unless no other peer has a
 // request of the fetch in flight, so none may offer a channel soon. A
-// suspect peer (see suspectStreak) gets a probe of one hash at a time. When
+// suspect peer (see suspectStreak) gets a probe of one hash at a time. A
+// peer benched or judged useless by the fetch's judge (see
+// Config.Penalty) gets nothing. Its cost is O(channels offered): nothing
+// here walks the requests in flight or every peer. When
 // nothing waits any more, the requests past their soft deadlines are
 // hedged, as the hedge budget allows (see tail.go).
 // Implements offer.Sender.
@@ -260,13 +293,14 @@ func (b *bulk) OnOffer(o offer.Offer) {
 		b.declined = true
 		return
 	}
+	now := b.cfg.Clock.Now()
 	offered, order := b.offered[:0], b.order[:0]
 	for _, ch := range o.All() {
 		offered = append(offered, ch.Peer)
 	}
 	for pass := range 2 {
 		for i, p := range offered {
-			if (b.tally.peer(p).streak == 0) == (pass == 0) {
+			if (b.tally.peer(p).streak == 0) == (pass == 0) && b.mayAskLocked(p, now) {
 				order = append(order, i)
 			}
 		}
@@ -312,14 +346,22 @@ func (b *bulk) OnDiscard() {
 }
 
 // othersBusyLocked reports whether a peer not among offered has a request
-// of the fetch in flight, and so will open a channel when it ends.
+// of the fetch in flight, and so will open a channel when it ends. It
+// counts the busy peers among offered (each once) against the tally's
+// count of busy peers, in O(len(offered)), not O(peers).
 func (b *bulk) othersBusyLocked(offered []peer.ID) bool {
-	for id, pt := range b.tally.peers {
-		if pt.inFlight > 0 && !slices.Contains(offered, id) {
-			return true
+	b.tally.mark++
+	busyOffered := 0
+	for _, id := range offered {
+		p := b.tally.peer(id)
+		if p.mark != b.tally.mark {
+			p.mark = b.tally.mark
+			if p.inFlight > 0 {
+				busyOffered++
+			}
 		}
 	}
-	return false
+	return b.tally.busyPeers > busyOffered
 }
 
 // sendLocked sends a batch on the i-th channel of o, which leads to to, and
@@ -373,14 +415,19 @@ func (r *request) OnResponse(_ peer.RequestID, from peer.ID, response any) {
 	results := examineObjects(r.hashes, response.(ledger.Objects), make([]itemResult, 0, len(r.hashes)))
 	reuse(b.cfg.Base, results)
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.finished {
+		b.mu.Unlock()
 		return
 	}
 	delete(b.inFlight, r.id)
 	sentAt := r.endOtherLocked(from)
 	b.answeredLocked(r.hashes, from, results, true, now.Sub(sentAt), now)
 	b.wakeLocked()
+	useless := b.takeDisconnectsLocked()
+	b.mu.Unlock()
+	// Not under the lock: the host's Disconnect fails the peer's requests,
+	// whose callbacks take it.
+	b.disconnect(useless)
 }
 
 // OnFailure puts the request's hashes back, to be asked again, of another
