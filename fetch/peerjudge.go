@@ -6,8 +6,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/peersched/peersched/penalty"
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/penalty"
 )
 
 // The peer judge: both strategies judge every answer's objects with a

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/peersched/peersched/penalty"
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/penalty"
 	"github.com/peersched/peersched/simnet"
 )
 
