@@ -243,6 +243,22 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", a, code, stdout, stderr)
 		}
 	}
+	// The -channels bound: the scheduler's cap on requests in flight,
+	// shared among the peers; named with the flag, at once (a million
+	// channels per peer once hung the fetch).
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-channels", "1000000"}, "-channels 1000000: want at most 262,144 with 16 peers"},
+		{[]string{"-channels", "1398102", "-peers", "3"}, "-channels 1398102: want at most 1,398,101 with 3 peers"},
+		{[]string{"-channels", "262145", "-peers", "16", "-misbehave", "0"}, "-channels 262145: want at most 262,144 with 16 peers"},
+	} {
+		code, _, stderr := runCmd(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "4,194,304") {
+			t.Errorf("%q: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
+		}
+	}
 	if code, _, stderr := runCmd(t, "-h"); code != 0 || !strings.Contains(stderr, "-strategy") {
 		t.Errorf("-h: exit %d, %q", code, stderr)
 	}
