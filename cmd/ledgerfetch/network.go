@@ -28,6 +28,10 @@ type network interface {
 	// close stops the peers (disconnecting them from the host) and waits
 	// for every goroutine they started.
 	close()
+	// disconnect disconnects the peer named id for good, as the fetch asks
+	// of a peer it judged useless (fetch.Config.Disconnect). It returns at
+	// once and may be called from the host's callbacks.
+	disconnect(id peer.ID)
 }
 
 // startNetwork starts the peers o describes serving l, wires them to host,
@@ -68,7 +72,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 				return nil, nil, err
 			}
 		}
-		net = memNetwork{sim}
+		net = memNetwork{sim: sim, host: host}
 	default:
 		peers := demoPeers(o, l.Len())
 		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()})}
@@ -157,9 +161,16 @@ func (h *readyHost) connected() int {
 	return h.n
 }
 
-type memNetwork struct{ sim *simnet.Network }
+type memNetwork struct {
+	sim  *simnet.Network
+	host tcpnet.Host
+}
 
 func (m memNetwork) close() { m.sim.Close() }
+
+// disconnect takes the simulated peer off the host; simulated peers do not
+// redial (only -chaos brings a peer back, after its outage).
+func (m memNetwork) disconnect(id peer.ID) { _ = m.host.Disconnect(id) }
 
 // tcpNetwork is in-process servers (none with -connect) and the client
 // connected to them.
@@ -169,6 +180,9 @@ type tcpNetwork struct {
 	stopChaos chan struct{}
 	chaosDone chan struct{}
 }
+
+// disconnect closes the peer's connection and stops the client dialling it.
+func (n *tcpNetwork) disconnect(id peer.ID) { n.client.Remove(id) }
 
 func (n *tcpNetwork) close() {
 	if n.stopChaos != nil {
