@@ -22,8 +22,10 @@ var ErrPeersetStopped = errors.New("fetch: peerset fetch has ended")
 // (the seed's "motivation"): it keeps its own fixed set of peers, starting
 // with Config.SetSize of them (the connected peers with the lowest IDs when
 // Run starts, or the first to connect after) and adding one more, the
-// lowest ID not in the set, only when a request times out (or when every
-// peer of the set has gone, which it notices when it tries to send); it numbers its own requests and arms its own timer for
+// lowest ID not in the set, only when a request times out, when a peer of
+// the set is judged useless (see Config.Penalty; a benched peer only waits
+// out its back-off), or when every peer of the set has gone, which it
+// notices when it tries to send; it numbers its own requests and arms its own timer for
 // each; and it is not told when a peer disconnects, so a request to a peer
 // that has gone fails only when its timer fires. It keeps at most as many
 // requests in flight to a peer as the channels the peer connected with, so
