@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -37,10 +38,14 @@ type UselessPeer struct {
 // where said.
 type verdicts struct {
 	tracker *penalty.Tracker
-	useless []UselessPeer           // named, in the order judged
-	pending []*penalty.UselessError // named, not yet handed to Config.Disconnect
-	wakeAt  time.Time               // when timer fires; zero if not armed
-	timer   *clock.Timer
+	useless []UselessPeer // named, in the order judged
+	// penalised holds every peer benched or useless, and perhaps some whose
+	// bench has ended (dropped by avoidLocked): so that the strategy's
+	// sender can avoid them at O(their number), not O(peers).
+	penalised []peer.ID
+	pending   []*penalty.UselessError // named, not yet handed to Config.Disconnect
+	wakeAt    time.Time               // when timer fires; zero if not armed
+	timer     *clock.Timer
 	// wake asks the strategy for another look at what it may send; it is
 	// called from the timer's goroutine, without mu. Set once, at creation.
 	wake func()
@@ -70,6 +75,9 @@ func (s *state) judgeLocked(from peer.ID, results []itemResult, now time.Time) {
 		}
 	}
 	v := s.verdicts.tracker.Observe(from, now, a)
+	if !v.Until.IsZero() && !slices.Contains(s.verdicts.penalised, from) {
+		s.verdicts.penalised = append(s.verdicts.penalised, from)
+	}
 	if v.Useless != nil {
 		s.verdicts.useless = append(s.verdicts.useless, UselessPeer{
 			ID: string(from), Reason: v.Useless.Error(),
@@ -90,6 +98,25 @@ func (s *state) mayAskLocked(p peer.ID, now time.Time) bool {
 		s.armWakeLocked(until, now)
 	}
 	return !benched
+}
+
+// avoidLocked returns the peers benched at now or useless, in a new slice
+// (nil if none), and forgets those no longer penalised. A bench it reports
+// arms the wake-up for its end, when the list changes.
+func (s *state) avoidLocked(now time.Time) []peer.ID {
+	j := &s.verdicts
+	kept := j.penalised[:0]
+	for _, p := range j.penalised {
+		if !s.mayAskLocked(p, now) {
+			kept = append(kept, p)
+		}
+	}
+	clear(j.penalised[len(kept):])
+	j.penalised = kept
+	if len(kept) == 0 {
+		return nil
+	}
+	return slices.Clone(kept)
 }
 
 // armWakeLocked makes sure the strategy's wake runs at at, or earlier.

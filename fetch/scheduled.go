@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/peersched/peersched/hedge"
@@ -105,6 +106,7 @@ type bulk struct {
 	ticket   offer.Ticket // its ticket; 0 while Run's first Schedule has not returned
 	gen      uint64       // bumped whenever the queued sender changes
 	poke     bool         // a wake-up came while the ticket was unknown
+	avoiding []peer.ID    // the Avoid the queued sender was scheduled with (see avoidLocked)
 	inFlight map[peer.RequestID]*request
 	slow     []*request // past their soft deadlines, not hedged yet (see tail.go)
 	offered  []peer.ID  // scratch for OnOffer: the peer of each channel
@@ -175,9 +177,11 @@ func (b *bulk) scheduleFromOutside() {
 	b.queued, b.declined, b.ticket = true, false, 0
 	b.gen++
 	gen := b.gen
+	b.avoiding = b.avoidLocked(b.cfg.Clock.Now())
+	opts := offer.Options{Avoid: b.avoiding}
 	b.mu.Unlock()
 
-	t, err := b.sched.Schedule(b, b.cfg.Priority)
+	t, err := b.sched.ScheduleWith(b, b.cfg.Priority, opts)
 
 	b.mu.Lock()
 	if err != nil {
@@ -207,10 +211,15 @@ func (b *bulk) scheduleFromOutside() {
 }
 
 // scheduleLocked schedules the sender from inside a callback, where
-// Schedule only queues the offer for later, so the lock may be held.
+// Schedule only queues the offer for later, so the lock may be held. Like
+// scheduleFromOutside, it has the scheduler avoid the peers the judge
+// penalises: their channels would otherwise lead every offer (a peer with
+// nothing in flight ranks first) and crowd out the channels the fetch can
+// use.
 func (b *bulk) scheduleLocked() {
 	b.gen++
-	t, err := b.sched.Schedule(b, b.cfg.Priority)
+	b.avoiding = b.avoidLocked(b.cfg.Clock.Now())
+	t, err := b.sched.ScheduleWith(b, b.cfg.Priority, offer.Options{Avoid: b.avoiding})
 	if err != nil {
 		b.queued = false
 		b.failLocked(fmt.Errorf("cannot schedule the fetch: %w", err))
@@ -251,6 +260,22 @@ func (b *bulk) wakeFromOutside() {
 	b.mu.Lock()
 	if b.finished || b.front.waitingCount() == 0 {
 		b.mu.Unlock()
+		return
+	}
+	if b.queued && b.ticket != 0 && !slices.Equal(b.avoiding, b.avoidLocked(b.cfg.Clock.Now())) {
+		// Queued avoiding a peer whose bench has ended: perhaps passed
+		// over for want of another peer's channel. Schedule it afresh.
+		t, gen := b.ticket, b.gen
+		b.mu.Unlock()
+		if b.sched.WithdrawSender(t) {
+			b.mu.Lock()
+			if b.gen == gen {
+				b.queued, b.ticket = false, 0
+				b.gen++
+			}
+			b.mu.Unlock()
+		}
+		b.scheduleFromOutside()
 		return
 	}
 	switch {
