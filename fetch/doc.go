@@ -30,7 +30,9 @@
 //
 // Both judge every answer by what it holds (package penalty, set by
 // Config.Penalty): a peer whose answer is mostly missing or corrupt objects
-// is benched, getting no request until a back-off with jitter ends, which
+// is benched, getting no request until a back-off with jitter ends (Run's
+// sender is scheduled avoiding it, so its idle channels do not fill the
+// offers), which
 // doubles with each such answer in a row; after a threshold of them, if
 // most objects it was asked for were bad (it serves another ledger, say), it
 // is useless: it gets nothing more, is named with the reason in

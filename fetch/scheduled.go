@@ -306,7 +306,9 @@ func (b *bulk) wakeFromOutside() {
 // request of the fetch in flight, so none may offer a channel soon. A
 // suspect peer (see suspectStreak) gets a probe of one hash at a time. A
 // peer benched or judged useless by the fetch's judge (see
-// Config.Penalty) gets nothing. Its cost is O(channels offered): nothing
+// Config.Penalty) gets nothing: the sender is scheduled avoiding it, and a
+// channel of it offered all the same (it was benched after the sender was
+// scheduled) is skipped. Its cost is O(channels offered): nothing
 // here walks the requests in flight or every peer. When
 // nothing waits any more, the requests past their soft deadlines are
 // hedged, as the hedge budget allows (see tail.go).
