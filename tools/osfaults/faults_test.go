@@ -101,12 +101,25 @@ func (h *harness) testHungPeer(t *testing.T) {
 // testCrashedPeer kills a peer with SIGKILL mid-fetch: the kernel closes its
 // connection, its requests fail as disconnected, and the peer started again
 // on the same address is dialled again and serves the rest of the fetch.
+//
+// The peer is frozen (SIGSTOP) just before it is killed, until its kernel
+// holds a request it has not read. A peer killed at a random moment may have
+// answered everything it was asked, its answers still in its socket's send
+// buffer, which the kernel delivers before closing: then no request fails
+// and only the lost connection shows. Freezing it first makes the crash
+// one that loses requests, every time.
 func (h *harness) testCrashedPeer(t *testing.T) {
 	peers, root := h.startPeers(t)
 	f := h.startFetch(t)
 	f.waitProgress(t, faultAt)
 
 	mark := f.log.len()
+	if err := peers[victim].signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.lab.waitUnread(victim, port, eventLimit); err != nil {
+		t.Fatal(err)
+	}
 	if err := peers[victim].signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +219,8 @@ func logCounters(t *testing.T, fault string, r fetchReport, id string) {
 		}
 		rows = append(rows, fmt.Sprintf("%s%s %d requests, %d failed, %d objects", p.ID, mark, p.Requests, p.Failures, p.Objects))
 	}
-	t.Logf("%s: %d objects, %d requests, timeouts %d, disconnects %d, retries %d; %s",
-		fault, r.Objects, r.Requests, r.Timeouts, r.Disconnects, r.Retries, strings.Join(rows, "; "))
+	t.Logf("%s: %d objects, %d requests, timeouts %d, disconnects %d, retries %d (hedges %d, send errors %d); %s",
+		fault, r.Objects, r.Requests, r.Timeouts, r.Disconnects, r.Retries, r.Hedges, r.SendErrors, strings.Join(rows, "; "))
 }
 
 // build builds ledgerpeer and ledgerfetch into a temporary directory.

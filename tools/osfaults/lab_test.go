@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // namePrefix starts the name of every namespace the harness makes; the
@@ -245,4 +246,36 @@ func (l *lab) setCut(i int, cut bool) error {
 		return err
 	}
 	return inNS(l.fetchNS, "tc", append([]string{"qdisc", "change", "dev", p.fetchLink, "root"}, netemShape(loss, false)...)...)
+}
+
+// waitUnread waits up to limit until the kernel of peer i holds bytes that
+// arrived on its connection on port and that its process has not read (the
+// Recv-Q of ss): requests sent to it and not answered. It polls ss every
+// pollEvery, as the kernel has no event to wait on for this.
+func (l *lab) waitUnread(i int, port string, limit time.Duration) error {
+	const pollEvery = 20 * time.Millisecond
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	poll := time.NewTicker(pollEvery)
+	defer poll.Stop()
+	for {
+		out, err := exec.Command("ip", "netns", "exec", l.peers[i].ns,
+			"ss", "-tnH", "state", "established", "( sport = :"+port+" )").Output()
+		if err != nil {
+			return fmt.Errorf("ss: %v", err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			// With a state filter ss leaves the state out: Recv-Q comes first.
+			if f := strings.Fields(line); len(f) > 0 {
+				if n, err := strconv.Atoi(f[0]); err == nil && n > 0 {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			return fmt.Errorf("no unread request at peer %d within %v:\n%s", i+1, limit, out)
+		}
+	}
 }

@@ -25,6 +25,8 @@ type fetchReport struct {
 	Timeouts    int          `json:"timeouts"`
 	Disconnects int          `json:"disconnects"`
 	Retries     int          `json:"retries"`
+	Hedges      int          `json:"hedges"`
+	SendErrors  int          `json:"send_errors"`
 	Error       string       `json:"error"`
 	Peers       []peerReport `json:"peers"`
 }
