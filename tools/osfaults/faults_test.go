@@ -70,6 +70,11 @@ func (h *harness) testBaseline(t *testing.T) {
 	if r.Disconnects != 0 {
 		t.Errorf("%d requests failed by disconnection with no fault injected", r.Disconnects)
 	}
+	for peer, e := range r.PeerEvents {
+		if e.Disconnections != 0 {
+			t.Errorf("the report's peer events show %s disconnected %d times with no fault injected", peer, e.Disconnections)
+		}
+	}
 	h.stopPeers(t, peers)
 }
 
@@ -143,6 +148,9 @@ func (h *harness) testCrashedPeer(t *testing.T) {
 	if r.Retries < 1 {
 		t.Error("no object was asked again after the crash")
 	}
+	if r.PeerEvents != nil && r.PeerEvents[id].Disconnections < 1 {
+		t.Errorf("the report's peer events show no disconnection of the killed peer %s: %+v", id, r.PeerEvents)
+	}
 	served := h.stopPeers(t, peers)
 	t.Logf("the restarted peer served %d requests", served[victim])
 	if served[victim] < 1 {
@@ -203,6 +211,11 @@ func requireTimeoutsOnly(t *testing.T, r fetchReport, id string) {
 	if r.Disconnects != 0 {
 		t.Errorf("%d requests failed by disconnection, though no connection was lost", r.Disconnects)
 	}
+	for peer, e := range r.PeerEvents {
+		if e.Disconnections != 0 {
+			t.Errorf("the report's peer events show %s disconnected %d times, though no connection was lost", peer, e.Disconnections)
+		}
+	}
 	if r.Retries < 1 {
 		t.Error("no object was asked again after the timeouts")
 	}
@@ -217,7 +230,11 @@ func logCounters(t *testing.T, fault string, r fetchReport, id string) {
 		if p.ID == id {
 			mark = " (faulted)"
 		}
-		rows = append(rows, fmt.Sprintf("%s%s %d requests, %d failed, %d objects", p.ID, mark, p.Requests, p.Failures, p.Objects))
+		row := fmt.Sprintf("%s%s %d requests, %d failed, %d objects", p.ID, mark, p.Requests, p.Failures, p.Objects)
+		if e, ok := r.PeerEvents[p.ID]; ok {
+			row += fmt.Sprintf(", %d disconnections", e.Disconnections)
+		}
+		rows = append(rows, row)
 	}
 	t.Logf("%s: %d objects, %d requests, timeouts %d, disconnects %d, retries %d (hedges %d, send errors %d); %s",
 		fault, r.Objects, r.Requests, r.Timeouts, r.Disconnects, r.Retries, r.Hedges, r.SendErrors, strings.Join(rows, "; "))

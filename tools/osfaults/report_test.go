@@ -29,6 +29,13 @@ type fetchReport struct {
 	SendErrors  int          `json:"send_errors"`
 	Error       string       `json:"error"`
 	Peers       []peerReport `json:"peers"`
+	// PeerEvents, by peer, counts the connections the fetch saw end, where
+	// ledgerfetch reports them (nil where it does not).
+	PeerEvents map[string]peerEvents `json:"peer_events"`
+}
+
+type peerEvents struct {
+	Disconnections int `json:"disconnections"`
 }
 
 type peerReport struct {
@@ -108,7 +115,8 @@ func parseProgress(line string) (p progress, ok bool) {
 
 func TestParseReport(t *testing.T) {
 	one := `{"strategy":"scheduler","complete":true,"objects":7,"timeouts":2,"disconnects":1,"retries":9,
-		"peers":[{"id":"10.213.1.2:7001","failures":3}],"something_new":{"x":1}}`
+		"peers":[{"id":"10.213.1.2:7001","failures":3}],"something_new":{"x":1},
+		"peer_events":{"10.213.1.2:7001":{"disconnections":1,"kills":0}}}`
 	for name, in := range map[string]string{
 		"report":  one,
 		"list":    "[" + one + "]",
@@ -118,7 +126,8 @@ func TestParseReport(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if !r.Complete || r.Objects != 7 || r.Timeouts != 2 || r.Disconnects != 1 || r.Retries != 9 || r.peer("10.213.1.2:7001").Failures != 3 {
+		if !r.Complete || r.Objects != 7 || r.Timeouts != 2 || r.Disconnects != 1 || r.Retries != 9 || r.peer("10.213.1.2:7001").Failures != 3 ||
+			r.PeerEvents["10.213.1.2:7001"].Disconnections != 1 {
 			t.Errorf("%s: decoded %+v", name, r)
 		}
 	}
@@ -130,9 +139,14 @@ func TestParseReport(t *testing.T) {
 }
 
 func TestParseProgress(t *testing.T) {
-	p, ok := parseProgress("[  4.0s] 25,169/81,351 objects  30.9%  5,636 obj/s  in flight 5  peers 2/3  retries 192")
-	if !ok || p.percent != 30.9 || p.peers != 2 {
-		t.Errorf("got %+v, %v", p, ok)
+	for _, line := range []string{
+		"[  4.0s] 25,169/81,351 objects  30.9%  5,636 obj/s  in flight 5  peers 2/3  retries 192",
+		"[  4.0s] 25,169/81,351 objects  30.9%  5,636 obj/s  in flight 5 of 12 channels  peers 2/3  retries 192",
+	} {
+		p, ok := parseProgress(line)
+		if !ok || p.percent != 30.9 || p.peers != 2 {
+			t.Errorf("%q: got %+v, %v", line, p, ok)
+		}
 	}
 	if _, ok := parseProgress("ledgerfetch: only 2 of 3 peers connected within 5s; fetching from those"); ok {
 		t.Error("a warning read as progress")
