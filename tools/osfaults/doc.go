@@ -3,10 +3,14 @@
 // through the operating system rather than through our code:
 //
 //   - each ledgerpeer runs in a network namespace of its own, joined to the
-//     fetch's namespace by a veth pair whose links are shaped by tc (netem
-//     latency, jitter and loss where the kernel has netem);
+//     fetch's namespace by a veth pair shaped by tc: netem latency, jitter,
+//     loss and a rate where the kernel has netem; where it has not, a tbf
+//     rate limit, with the latency and jitter added by the peers themselves
+//     (ledgerpeer -latency -jitter), as the test's log says;
 //   - a hung peer is SIGSTOPped for a few seconds, then SIGCONTed;
-//   - a crashed peer is SIGKILLed and started again on the same address;
+//   - a crashed peer is SIGKILLed (frozen first until it holds an unread
+//     request, so that the crash loses one) and started again on the same
+//     address;
 //   - a cut link drops every packet (netem loss 100%, or the link set down
 //     where the kernel lacks netem) for a few seconds, then carries them again.
 //

@@ -112,7 +112,9 @@ func (h *harness) testHungPeer(t *testing.T) {
 // answered everything it was asked, its answers still in its socket's send
 // buffer, which the kernel delivers before closing: then no request fails
 // and only the lost connection shows. Freezing it first makes the crash
-// one that loses requests, every time.
+// one that loses requests, every time. (The wait may last one request
+// timeout: when the peer has read every request sent to it, the fetch sends
+// it another only once one of those times out.)
 func (h *harness) testCrashedPeer(t *testing.T) {
 	peers, root := h.startPeers(t)
 	f := h.startFetch(t)

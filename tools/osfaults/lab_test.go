@@ -174,7 +174,9 @@ func newLab(t *testing.T, peers int) *lab {
 
 // netemShape is what netem does to a link; loss is the netem loss.
 func netemShape(loss string, peerSide bool) []string {
-	s := []string{"netem", "delay", linkDelay, linkJitter, "loss", loss}
+	// limit: netem's default queue (1000 packets) would hold over a second
+	// of replies at peerRate, a delay no real link adds.
+	s := []string{"netem", "limit", "100", "delay", linkDelay, linkJitter, "loss", loss}
 	if peerSide {
 		s = append(s, "rate", peerRate)
 	}
