@@ -44,7 +44,8 @@ const misbehaviourRate = 0.3
 
 // demoPeers describes the in-process peers: the last -misbehave peers
 // misbehave, the one before them is slow, the one before that drops its
-// connection midway; p00 stays honest unless every peer must misbehave.
+// connection midway (except with -chaos, which kills peers at random
+// instead); p00 stays honest unless every peer must misbehave.
 // nodes is the ledger's node count, to place "midway".
 func demoPeers(o options, nodes int) []demoPeer {
 	rng := rand.New(rand.NewPCG(o.seed, 0x64656d6f)) // "demo"
@@ -63,7 +64,7 @@ func demoPeers(o options, nodes int) []demoPeer {
 		peers[next].role = slow
 		next--
 	}
-	if next > 0 {
+	if next > 0 && !o.chaos { // with -chaos, random kills of every peer take its place
 		peers[next].role = dropper
 		// Midway: half of an even share of the requests.
 		peers[next].dropAfter = max(nodes/o.batch/o.peers/2, 1)
@@ -79,11 +80,10 @@ func demoPeers(o options, nodes int) []demoPeer {
 	return peers
 }
 
-// behaviour is p over TCP. With chaos the cmd kills peers itself, so the
-// dropper does not drop on its own.
-func (p demoPeer) behaviour(chaos bool) tcpnet.Behaviour {
+// behaviour is p over TCP.
+func (p demoPeer) behaviour() tcpnet.Behaviour {
 	b := tcpnet.Behaviour{Latency: p.latency, Loss: p.loss, Faults: p.faults}
-	if p.role == dropper && !chaos {
+	if p.role == dropper {
 		b.DropAfter, b.DownFor = p.dropAfter, downFor
 	}
 	return b

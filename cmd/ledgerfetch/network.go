@@ -74,7 +74,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()})}
 		for i, dp := range peers {
 			roles[dp.id] = dp.role
-			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(o.chaos), Seed: o.seed + uint64(i)})
+			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(), Seed: o.seed + uint64(i)})
 			if err == nil {
 				err = s.Listen("127.0.0.1:0")
 			}

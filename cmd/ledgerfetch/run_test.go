@@ -44,6 +44,8 @@ type decoded struct {
 	Transport   string  `json:"transport"`
 	PeerCount   int     `json:"peer_count"`
 	Utilised    float64 `json:"utilisation"`
+	Bound       float64 `json:"bound_objects_per_second"`
+	Channels    float64 `json:"channels_mean"`
 	Error       string  `json:"error"`
 	Dropped     struct {
 		Spoofed int `json:"spoofed"`
@@ -55,6 +57,27 @@ type decoded struct {
 		P50     float64 `json:"p50_seconds"`
 	} `json:"peers"`
 	Roles map[string]string `json:"roles"`
+}
+
+// runs is the JSON report's shape, whatever the strategies.
+type runs[T any] struct {
+	Runs       []T `json:"runs"`
+	Comparison *struct {
+		Strategies []string  `json:"strategies"`
+		Wall       []float64 `json:"wall_seconds"`
+		Rate       []float64 `json:"objects_per_second"`
+		Speedup    float64   `json:"speedup"`
+	} `json:"comparison"`
+}
+
+// decodeOne decodes a JSON report of one run.
+func decodeOne[T any](t *testing.T, stdout string) T {
+	t.Helper()
+	var r runs[T]
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || len(r.Runs) != 1 || r.Comparison != nil {
+		t.Fatalf("stdout is not a JSON report of one run (%v):\n%s", err, stdout)
+	}
+	return r.Runs[0]
 }
 
 func smallLedger(t *testing.T, seed uint64) *ledger.Ledger {
@@ -93,10 +116,7 @@ func TestJSONBothTransports(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\nstderr: %s", code, stderr)
 			}
-			var d decoded
-			if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-				t.Fatalf("stdout is not one JSON report: %v\n%s", err, stdout)
-			}
+			d := decodeOne[decoded](t, stdout)
 			checkComplete(t, d, l, transport)
 			if d.Strategy != "scheduler" || d.PeerCount != 5 || len(d.Roles) != 5 || d.Roles["p04"] != "misbehave" {
 				t.Fatalf("report %+v", d)
@@ -137,10 +157,7 @@ func TestChaos(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\nstderr: %s", code, stderr)
 			}
-			var d decoded
-			if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-				t.Fatal(err)
-			}
+			d := decodeOne[decoded](t, stdout)
 			checkComplete(t, d, smallLedger(t, 1), transport)
 			t.Logf("%d requests failed by disconnection", d.Disconnects)
 		})
@@ -180,10 +197,7 @@ func TestConnect(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
-	var d decoded
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-		t.Fatal(err)
-	}
+	d := decodeOne[decoded](t, stdout)
 	checkComplete(t, d, smallLedger(t, 1), "tcp (external peers)")
 	if d.PeerCount != 3 || len(d.Peers) == 0 || !strings.Contains(addrs, d.Peers[0].ID) {
 		t.Fatalf("report %+v", d)
@@ -213,10 +227,10 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 	}
 
 	code, stdout, _ = runCmd(t, args("-connect", addrs, "-stall", "1s", "-json")...)
-	var d decoded
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil || code != 1 {
-		t.Fatalf("exit %d, %v:\n%s", code, err, stdout)
+	if code != 1 {
+		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
+	d := decodeOne[decoded](t, stdout)
 	if d.Complete || d.Objects != 0 || !strings.Contains(d.Error, "fetch incomplete") {
 		t.Fatalf("report %+v", d)
 	}
