@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/peersched/peersched/peer"
 )
 
 // checkAddrs checks the form of -connect's addresses: each must be
@@ -77,4 +79,28 @@ func resolveAll(ctx context.Context, addrs []string, lookup func(context.Context
 		}
 	}
 	return addrsError(bad, len(addrs))
+}
+
+// probeTimeout bounds the dial that asks why a peer did not connect.
+const probeTimeout = time.Second
+
+// dialFailures names each of addrs (the peers' IDs with -connect) that up
+// says has not connected, with the reason a dial to it fails now (the
+// client keeps redialling and does not say), or that it answers a dial
+// now, if it does.
+func dialFailures(addrs []string, up func(peer.ID) bool) []string {
+	var lines []string
+	for _, a := range addrs {
+		if up(peer.ID(a)) {
+			continue
+		}
+		c, err := net.DialTimeout("tcp", a, probeTimeout)
+		if err != nil {
+			lines = append(lines, fmt.Sprintf("%s: %v", a, err))
+			continue
+		}
+		_ = c.Close()
+		lines = append(lines, a+": accepts connections now, but had not connected")
+	}
+	return lines
 }

@@ -105,11 +105,12 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 	if o.connect == nil || n == 0 {
 		net.close()
 		if o.connect != nil {
-			return nil, nil, fmt.Errorf("could not connect to any peer within %v (%s)", o.wait, strings.Join(o.connect, ", "))
+			return nil, nil, fmt.Errorf("could not connect to any peer within %v (-wait):\n  %s", o.wait, strings.Join(dialFailures(o.connect, ready.isUp), "\n  "))
 		}
 		return nil, nil, fmt.Errorf("only %d of %d in-process peers connected within %v", n, o.peers, o.wait)
 	}
-	warn(fmt.Sprintf("only %d of %d peers connected within %v; fetching from those", n, o.peers, o.wait))
+	warn(fmt.Sprintf("only %d of %d peers connected within %v (-wait); fetching from those. Not connected:\n  %s", n, o.peers, o.wait,
+		strings.Join(dialFailures(o.connect, ready.isUp), "\n  ")))
 	return net, roles, nil
 }
 
@@ -135,7 +136,8 @@ type readyHost struct {
 	ready chan struct{}
 
 	mu sync.Mutex
-	n  int // guarded by mu
+	n  int              // guarded by mu
+	up map[peer.ID]bool // guarded by mu: connected at least once
 }
 
 func (h *readyHost) Connect(p peer.Peer, channels int) error {
@@ -144,11 +146,22 @@ func (h *readyHost) Connect(p peer.Peer, channels int) error {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.up == nil {
+		h.up = map[peer.ID]bool{}
+	}
+	h.up[p.ID()] = true
 	h.n++
 	if h.n == h.want {
 		close(h.ready)
 	}
 	return nil
+}
+
+// isUp reports whether the peer id has connected.
+func (h *readyHost) isUp(id peer.ID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.up[id]
 }
 
 func (h *readyHost) connected() int {

@@ -19,7 +19,7 @@ type result struct {
 	Channels  int               `json:"channels"`   // per peer; 0: each peer's limit adapted (the scheduler's default)
 	Batch     int               `json:"batch"`
 	Seed      uint64            `json:"seed"`
-	Roles     map[string]string `json:"roles,omitempty"`          // in-process peers' roles
+	Roles     map[string]string `json:"roles,omitempty"` // in-process peers' roles
 	Error     string            `json:"error,omitempty"`
 
 	// For a real ledger (-ledger): the file, the ledger, and whether the

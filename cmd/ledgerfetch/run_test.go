@@ -20,6 +20,12 @@ var small = []string{"-objects", "3000", "-peers", "5", "-channels", "2", "-batc
 
 func args(extra ...string) []string { return append(append([]string(nil), small...), extra...) }
 
+// connectArgs is small without the flags of in-process peers, which
+// -connect refuses.
+func connectArgs(extra ...string) []string {
+	return append([]string{"-objects", "3000", "-channels", "2", "-batch", "16", "-timeout", "1s", "-stall", "15s"}, extra...)
+}
+
 // runCmd runs the command with a bounded context and returns its exit code
 // and outputs.
 func runCmd(t *testing.T, a ...string) (int, string, string) {
@@ -193,7 +199,7 @@ func serveLedger(t *testing.T, n int, l *ledger.Ledger) string {
 // TestConnect: -connect fetches from running peers.
 func TestConnect(t *testing.T) {
 	addrs := serve(t, 3, 1)
-	code, stdout, stderr := runCmd(t, args("-connect", addrs, "-json")...)
+	code, stdout, stderr := runCmd(t, connectArgs("-connect", addrs, "-json")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
@@ -209,7 +215,7 @@ func TestConnect(t *testing.T) {
 // exits 1 and says what is missing and why, in text and in JSON.
 func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 	addrs := serve(t, 2, 2)
-	code, stdout, stderr := runCmd(t, args("-connect", addrs, "-stall", "1s")...)
+	code, stdout, stderr := runCmd(t, connectArgs("-connect", addrs, "-stall", "1s")...)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
@@ -226,7 +232,7 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 		t.Errorf("report does not say INCOMPLETE:\n%s", stdout)
 	}
 
-	code, stdout, _ = runCmd(t, args("-connect", addrs, "-stall", "1s", "-json")...)
+	code, stdout, _ = runCmd(t, connectArgs("-connect", addrs, "-stall", "1s", "-json")...)
 	if code != 1 {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
@@ -239,8 +245,9 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 // TestFailsWhenNoPeerAnswers: with nobody listening the command gives up
 // after -wait and says so.
 func TestFailsWhenNoPeerAnswers(t *testing.T) {
-	code, _, stderr := runCmd(t, args("-connect", "127.0.0.1:1", "-wait", "300ms")...)
-	if code != 1 || !strings.Contains(stderr, "could not connect to any peer") {
+	code, _, stderr := runCmd(t, connectArgs("-connect", "127.0.0.1:1", "-wait", "300ms")...)
+	if code != 1 || !strings.Contains(stderr, "could not connect to any peer within 300ms (-wait)") ||
+		!strings.Contains(stderr, "127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }
