@@ -42,14 +42,16 @@ const downFor = 500 * time.Millisecond
 // still looks worth asking.
 const misbehaviourRate = 0.3
 
-// demoPeers describes the in-process peers: the last -misbehave peers
-// misbehave, the one before them is slow, the one before that drops its
-// connection midway (except with -chaos, which kills peers at random
-// instead); p00 stays honest unless every peer must misbehave.
-// nodes is the ledger's node count, to place "midway".
+// demoPeers describes the in-process peers. The last -misbehave peers
+// misbehave; then, while at least half of the peers would stay honest,
+// the one before them is slow and the one before that drops its
+// connection midway (none does with -chaos, which kills peers at random
+// instead). So p00 stays honest unless every peer must misbehave, and
+// adding peers never leaves fewer honest ones. nodes is the ledger's node
+// count, to place "midway".
 func demoPeers(o options, nodes int) []demoPeer {
 	rng := rand.New(rand.NewPCG(o.seed, 0x64656d6f)) // "demo"
-	ranks := rng.Perm(o.peers)
+	start := rng.Float64()
 	peers := make([]demoPeer, o.peers)
 	for i := range peers {
 		peers[i] = demoPeer{id: peer.ID(fmt.Sprintf("p%02d", i)), role: honest, loss: o.loss}
@@ -60,11 +62,13 @@ func demoPeers(o options, nodes int) []demoPeer {
 		peers[next].faults = tcpnet.Misbehaviour(misbehaviourRate)
 		next--
 	}
-	if next > 0 {
+	// next+1 peers are left; giving one a role leaves next honest.
+	honestEnough := func() bool { return next > 0 && 2*next >= o.peers }
+	if honestEnough() {
 		peers[next].role = slow
 		next--
 	}
-	if next > 0 && !o.chaos { // with -chaos, random kills of every peer take its place
+	if honestEnough() && !o.chaos {
 		peers[next].role = dropper
 		// Midway: half of an even share of the requests.
 		peers[next].dropAfter = max(nodes/o.batch/o.peers/2, 1)
@@ -75,7 +79,7 @@ func demoPeers(o options, nodes int) []demoPeer {
 		if peers[i].role == slow {
 			scale = 10
 		}
-		peers[i].latency = o.latency.forPeer(ranks[i], o.peers, scale)
+		peers[i].latency = o.latency.forPeer(spread(start, i), scale)
 	}
 	return peers
 }

@@ -154,9 +154,10 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		return nil, err
 	}
 	rep, err := fetchRun(ctx)
+	events := net.events()
 	net.close()
 	stop()
-	res := newResult(rep, o, roles, err)
+	res := newResult(rep, o, roles, events, err)
 	if src.header != nil {
 		res.checkAccountHash(o, src, got, rep.Complete)
 	}

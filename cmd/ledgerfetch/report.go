@@ -20,6 +20,11 @@ type result struct {
 	Batch     int               `json:"batch"`
 	Seed      uint64            `json:"seed"`
 	Roles     map[string]string `json:"roles,omitempty"` // in-process peers' roles
+	Chaos     bool              `json:"chaos"`           // -chaos: peers were killed and restarted at random
+	// Events is, by peer, what -chaos did to it and how often the host saw
+	// it disconnect, until the fetch ended; peers nothing happened to are
+	// left out.
+	Events map[string]peerCounts `json:"peer_events,omitempty"`
 	Error     string            `json:"error,omitempty"`
 
 	// For a real ledger (-ledger): the file, the ledger, and whether the
@@ -71,8 +76,9 @@ func (r *result) checkAccountHash(o options, src source, got *fetched, complete 
 }
 
 // newResult completes rep with the setup o describes.
-func newResult(rep fetch.Report, o options, roles map[peer.ID]role, err error) result {
-	r := result{Report: rep, Transport: o.transport, PeerCount: o.peers, Channels: o.channels, Batch: o.batch, Seed: o.seed, roleByPeer: roles}
+func newResult(rep fetch.Report, o options, roles map[peer.ID]role, events map[string]peerCounts, err error) result {
+	r := result{Report: rep, Transport: o.transport, PeerCount: o.peers, Channels: o.channels, Batch: o.batch, Seed: o.seed,
+		Chaos: o.chaos, Events: events, roleByPeer: roles}
 	if rep.Strategy == "peerset" {
 		r.Channels = o.peerChannels() // the peer set's channels are always fixed
 	}
@@ -129,6 +135,7 @@ func writeReport(w io.Writer, r result) {
 		commas(r.Timeouts), commas(r.Refused), commas(r.Disconnects), commas(r.BadResponses), commas(r.SendErrors))
 	fmt.Fprintf(w, "  asked again  %s objects (%s missing, %s corrupt, the rest in failed requests)\n",
 		commas(r.Retries), commas(r.Missing), commas(r.Corrupt))
+	writeEvents(w, r)
 	d := r.Dropped
 	fmt.Fprintf(w, "  dropped      %s duplicate, %s late, %s of the wrong type, %s spoofed (%s wrong peer, %s unknown ID) responses\n",
 		commas(d.Duplicate), commas(d.Late), commas(d.WrongType), commas(d.Spoofed), commas(d.WrongPeer), commas(d.Unknown))
@@ -144,6 +151,32 @@ func writeReport(w io.Writer, r result) {
 		}
 		fmt.Fprintf(w, "  %-22s %-9s %8s %8s %8s %9s %9s %9s %5.1f%%\n", p.ID, ro, commas(p.Requests), commas(p.Failures),
 			commas(p.BadObjects), dur(time.Duration(p.P50)), dur(time.Duration(p.P99)), commas(p.Objects), 100*p.Share)
+	}
+}
+
+// writeEvents prints what -chaos did to each peer, and the disconnections
+// the host saw, which cause the failures "by disconnection".
+func writeEvents(w io.Writer, r result) {
+	var total peerCounts
+	for _, c := range r.Events {
+		total.Kills += c.Kills
+		total.Restarts += c.Restarts
+		total.FailedRestarts += c.FailedRestarts
+		total.Disconnections += c.Disconnections
+	}
+	if r.Chaos {
+		fmt.Fprintf(w, "  chaos        %s kills and %s restarts injected (%s failed); the host saw %s disconnections, which failed %s requests\n",
+			commas(total.Kills), commas(total.Restarts), commas(total.FailedRestarts), commas(total.Disconnections), commas(r.Disconnects))
+	} else if total.Disconnections > 0 {
+		fmt.Fprintf(w, "  disconnects  the host saw %s disconnections, which failed %s requests\n", commas(total.Disconnections), commas(r.Disconnects))
+	}
+	for _, id := range sortedPeers(r.Events) {
+		c := r.Events[id]
+		if r.Chaos {
+			fmt.Fprintf(w, "    %-22s killed %d, restarted %d, failed to restart %d, disconnected %d\n", id, c.Kills, c.Restarts, c.FailedRestarts, c.Disconnections)
+		} else {
+			fmt.Fprintf(w, "    %-22s disconnected %d\n", id, c.Disconnections)
+		}
 	}
 }
 

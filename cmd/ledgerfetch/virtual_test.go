@@ -129,7 +129,7 @@ func TestSchedulerBeatsPeersetInVirtualTime(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", strategy, err)
 				}
-				results = append(results, newResult(rep, o, nil, nil))
+				results = append(results, newResult(rep, o, nil, nil, nil))
 			}
 			var out bytes.Buffer
 			for _, r := range results {
