@@ -42,10 +42,10 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 	case o.transport == "mem":
 		peers := demoPeers(o, l.Len())
 		sim, err := simnet.New(simnet.Config{
-			Ledger:       l,
-			Seed:         o.seed,
-			Deliver:      func(from peer.ID, id peer.RequestID, r any) { _ = host.Deliver(from, id, r) },
-			Refuse:       refusalsTo(host),
+			Ledger:  l,
+			Seed:    o.seed,
+			Deliver: func(from peer.ID, id peer.RequestID, r any) { _ = host.Deliver(from, id, r) },
+			Refuse:  refusalsTo(host),
 			OnDisconnect: func(p *simnet.Peer) {
 				if o.chaos {
 					ready.events.killed(p.ID())
@@ -191,7 +191,7 @@ type memNetwork struct {
 }
 
 func (m memNetwork) events() map[string]peerCounts { return m.counts.snapshot() }
-func (m memNetwork) close()                         { m.sim.Close() }
+func (m memNetwork) close()                        { m.sim.Close() }
 
 // tcpNetwork is in-process servers (none with -connect) and the client
 // connected to them.

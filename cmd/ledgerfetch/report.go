@@ -25,7 +25,7 @@ type result struct {
 	// it disconnect, until the fetch ended; peers nothing happened to are
 	// left out.
 	Events map[string]peerCounts `json:"peer_events,omitempty"`
-	Error     string            `json:"error,omitempty"`
+	Error  string                `json:"error,omitempty"`
 
 	// For a real ledger (-ledger): the file, the ledger, and whether the
 	// state rebuilt from the fetched (and reused) nodes has its
