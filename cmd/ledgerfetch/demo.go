@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/peersched/peersched/peer"
@@ -50,8 +49,6 @@ const misbehaviourRate = 0.3
 // adding peers never leaves fewer honest ones. nodes is the ledger's node
 // count, to place "midway".
 func demoPeers(o options, nodes int) []demoPeer {
-	rng := rand.New(rand.NewPCG(o.seed, 0x64656d6f)) // "demo"
-	start := rng.Float64()
 	peers := make([]demoPeer, o.peers)
 	for i := range peers {
 		peers[i] = demoPeer{id: peer.ID(fmt.Sprintf("p%02d", i)), role: honest, loss: o.loss}
@@ -79,7 +76,7 @@ func demoPeers(o options, nodes int) []demoPeer {
 		if peers[i].role == slow {
 			scale = 10
 		}
-		peers[i].latency = o.latency.forPeer(spread(start, i), scale)
+		peers[i].latency = o.latency.forPeer(spread(i), scale)
 	}
 	return peers
 }

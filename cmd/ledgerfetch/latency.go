@@ -88,12 +88,13 @@ func (l latencySpec) forPeer(u, scale float64) simnet.Latency {
 }
 
 // spread returns the place of peer i in the spread of varied latencies:
-// the golden-ratio sequence from start (drawn from the seed). Peer i's
+// the golden-ratio sequence, 0, 0.618, 0.236, 0.854, 0.472, ... Peer i's
 // place does not depend on how many peers there are, so adding peers adds
-// capacity and never makes a peer slower; and any number of consecutive
-// peers are spread about evenly over [0, 1).
-func spread(start float64, i int) float64 {
+// capacity and never makes a peer slower; any number of peers from p00 on
+// are spread about evenly over [0, 1); and p00, which stays honest, is the
+// fastest.
+func spread(i int) float64 {
 	const golden = 0.6180339887498949 // 1/φ
-	_, frac := math.Modf(start + float64(i)*golden)
+	_, frac := math.Modf(float64(i) * golden)
 	return frac
 }

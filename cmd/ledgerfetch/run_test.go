@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/tcpnet"
 )
@@ -153,20 +154,104 @@ func TestBothStrategiesText(t *testing.T) {
 	}
 }
 
-// TestChaos: peers killed and restarted during the fetch do not stop it.
-// (Whether a kill falls within so short a fetch is up to the clock; the
-// kills themselves are tested in tcpnet and fetch.)
-func TestChaos(t *testing.T) {
+// TestBothStrategiesJSON: -strategy both -json prints the shape one
+// strategy does, an object with both runs, and the comparison.
+func TestBothStrategiesJSON(t *testing.T) {
+	code, stdout, stderr := runCmd(t, args("-strategy", "both", "-transport", "mem", "-json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	var r runs[decoded]
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if len(r.Runs) != 2 || r.Runs[0].Strategy != "scheduler" || r.Runs[1].Strategy != "peerset" {
+		t.Fatalf("runs %+v", r.Runs)
+	}
+	for _, d := range r.Runs {
+		checkComplete(t, d, smallLedger(t, 1), "mem")
+		if d.Channels <= 0 || d.Bound <= 0 {
+			t.Errorf("%s: no bound: %+v", d.Strategy, d)
+		}
+	}
+	c := r.Comparison
+	if c == nil || strings.Join(c.Strategies, ",") != "scheduler,peerset" || len(c.Wall) != 2 || c.Rate[0] != r.Runs[0].Rate ||
+		c.Rate[1] != r.Runs[1].Rate || c.Speedup != r.Runs[0].Rate/r.Runs[1].Rate {
+		t.Fatalf("comparison %+v of runs %+v", c, r.Runs)
+	}
+}
+
+// chaosRun is the part of a -chaos report that TestChaosReport checks.
+type chaosRun struct {
+	decoded
+	Chaos       bool                  `json:"chaos"`
+	Events      map[string]peerCounts `json:"peer_events"`
+	PeerDetails []struct {
+		ID       string `json:"id"`
+		Failures int    `json:"failures"`
+	} `json:"peers"`
+}
+
+// TestChaosReport: peers killed and restarted during the fetch do not stop
+// it, and the report says what -chaos did: each peer's kills and restarts,
+// each kill seen by the host as one disconnection, no other disconnection,
+// and requests failed only on peers that were killed (no peer misbehaves
+// here, loses anything, or drops on its own). The ledger is big enough, and the
+// latency long enough, that kills fall within the fetch.
+func TestChaosReport(t *testing.T) {
 	for _, transport := range []string{"mem", "tcp"} {
 		t.Run(transport, func(t *testing.T) {
-			code, stdout, stderr := runCmd(t, args("-transport", transport, "-chaos", "-json", "-latency", "varied")...)
+			code, stdout, stderr := runCmd(t, args("-transport", transport, "-chaos", "-json", "-objects", "20000", "-latency", "fixed:10ms", "-misbehave", "0")...)
 			if code != 0 {
 				t.Fatalf("exit %d\nstderr: %s", code, stderr)
 			}
-			d := decodeOne[decoded](t, stdout)
-			checkComplete(t, d, smallLedger(t, 1), transport)
-			t.Logf("%d requests failed by disconnection", d.Disconnects)
+			d := decodeOne[chaosRun](t, stdout)
+			kills := 0
+			for id, c := range d.Events {
+				kills += c.Kills
+				if c.Disconnections != c.Kills || c.Restarts+c.FailedRestarts > c.Kills || c.Restarts+c.FailedRestarts < c.Kills-1 {
+					t.Errorf("%s: %+v: every kill one disconnection, and a restart for each but perhaps the last", id, c)
+				}
+			}
+			if !d.Chaos || kills == 0 {
+				t.Fatalf("chaos %v, %d kills: %+v", d.Chaos, kills, d.Events)
+			}
+			for _, p := range d.PeerDetails {
+				if p.Failures > 0 && d.Events[p.ID].Kills == 0 {
+					t.Errorf("%s: %d failures, never killed", p.ID, p.Failures)
+				}
+			}
+			for id, ro := range d.Roles {
+				if ro != "honest" && ro != "slow" {
+					t.Errorf("%s is %s under chaos", id, ro)
+				}
+			}
+			t.Logf("%d kills, %d requests failed by disconnection: %+v", kills, d.Disconnects, d.Events)
 		})
+	}
+}
+
+// TestReportPrintsChaos: the text report says, under -chaos, what was
+// injected, what the host saw, and what it cost, peer by peer; without
+// -chaos, only the disconnections.
+func TestReportPrintsChaos(t *testing.T) {
+	events := map[string]peerCounts{"p03": {Kills: 2, Restarts: 1, FailedRestarts: 1, Disconnections: 2}, "p01": {Kills: 1, Restarts: 1, Disconnections: 1}}
+	var out strings.Builder
+	writeReport(&out, result{Report: fetch.Report{Strategy: "scheduler", Disconnects: 7}, Chaos: true, Events: events})
+	for _, want := range []string{
+		"  chaos        3 kills and 2 restarts injected (1 failed); the host saw 3 disconnections, which failed 7 requests\n" +
+			"    p01                    killed 1, restarted 1, failed to restart 0, disconnected 1\n" +
+			"    p03                    killed 2, restarted 1, failed to restart 1, disconnected 2\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks\n%s\nin\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	writeReport(&out, result{Report: fetch.Report{Strategy: "scheduler", Disconnects: 4}, Events: map[string]peerCounts{"p13": {Disconnections: 1}}})
+	if want := "  disconnects  the host saw 1 disconnections, which failed 4 requests\n    p13                    disconnected 1\n"; !strings.Contains(out.String(), want) ||
+		strings.Contains(out.String(), "chaos") {
+		t.Errorf("report lacks\n%s\nin\n%s", want, out.String())
 	}
 }
 
