@@ -42,7 +42,7 @@ const downFor = 500 * time.Millisecond
 const misbehaviourRate = 0.3
 
 // demoPeers describes the in-process peers. The last -misbehave peers
-// misbehave; then, while at least half of the peers would stay honest,
+// misbehave; then, while more than half of the peers would stay honest,
 // the one before them is slow and the one before that drops its
 // connection midway (none does with -chaos, which kills peers at random
 // instead). So p00 stays honest unless every peer must misbehave, and
@@ -60,7 +60,7 @@ func demoPeers(o options, nodes int) []demoPeer {
 		next--
 	}
 	// next+1 peers are left; giving one a role leaves next honest.
-	honestEnough := func() bool { return next > 0 && 2*next >= o.peers }
+	honestEnough := func() bool { return 2*next > o.peers }
 	if honestEnough() {
 		peers[next].role = slow
 		next--

@@ -51,7 +51,9 @@ scheduler, checking every object against its hash, and reports how it went.
 With no flags it generates a ledger of 200,000 objects, starts 16 peers in this
 process serving it over TCP on 127.0.0.1 (varied latency; one slow peer; one
 that drops its connection midway and comes back; one that misbehaves) and
-fetches it. It exits 0 only if every object arrived and verified.
+fetches it. With fewer peers fewer get those roles: more than half stay
+honest, and none misbehaves below 4 unless -misbehave says so. It exits 0
+only if every object arrived and verified.
 
 With -ledger it serves and fetches a real XRP Ledger ledger instead (a JSON
 file of its header and state, as the README describes, such as mainnet
@@ -69,7 +71,7 @@ Flags:
 	fs.IntVar(&o.peers, "peers", 16, "in-process peers to start")
 	fs.IntVar(&o.channels, "channels", 0, "requests each peer may have in flight: 0 adapts each peer's limit to how it answers (Vegas; the peer set uses 4), N fixes it at N")
 	fs.IntVar(&o.batch, "batch", 64, "object hashes per request")
-	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied, none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
+	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied (each peer its own median, from 5ms for p00 up to 35ms, the same whatever -peers is), none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
 	fs.Float64Var(&o.loss, "loss", 0, "probability that a peer silently drops a request")
 	fs.BoolVar(&o.chaos, "chaos", false, "kill peers at random moments during the fetch and restart them shortly after")
 	fs.IntVar(&o.misbehave, "misbehave", 0, "peers that misbehave: spoofed request IDs, duplicates, corrupt objects, wrong types (unless given: 1 with 4 peers or more, none with fewer, where one would be a large share of the peers)")
@@ -77,7 +79,7 @@ Flags:
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the ledger and of every random choice")
 	fs.BoolVar(&o.json, "json", false, `print the report as JSON on stdout (progress goes to stderr): {"runs": [one per strategy], "comparison": {...}, with -strategy both}`)
 	fs.StringVar(&strategy, "strategy", "scheduler", "scheduler, peerset (the fixed peer set the scheduler replaces), or both, one after the other")
-	fs.StringVar(&connect, "connect", "", "fetch from running ledgerpeers at these comma-separated addresses instead (their -objects and -seed must match)")
+	fs.StringVar(&connect, "connect", "", "fetch from running ledgerpeers at these comma-separated HOST:PORT addresses instead (their -objects and -seed must match; -peers, -chaos, -latency, -misbehave, -loss and -transport mem, which describe in-process peers, are refused with it)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "the longest a request may wait for its response (through the scheduler, a request to a peer whose response times are known waits their RTO, at least 500ms)")
 	fs.DurationVar(&o.stall, "stall", 20*time.Second, "give up when no object has verified for this long")
 	fs.DurationVar(&o.wait, "wait", 5*time.Second, "how long to wait for the peers to connect before fetching")

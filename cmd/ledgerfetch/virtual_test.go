@@ -144,3 +144,42 @@ func TestSchedulerBeatsPeersetInVirtualTime(t *testing.T) {
 		})
 	}
 }
+
+// TestMorePeersNoSlowerInVirtualTime: on the demo's peers with the default
+// flags but -peers, in virtual time (so that no other load on the machine
+// can disturb it), the fetch through the scheduler takes no longer as
+// peers are added: 1, 2, 4, 8, 16. LEDGERFETCH_OBJECTS sets the ledger's
+// size (default 200,000, the command's; on ledgers of 50,000 and less the
+// tail, where one request to the slow peer costs a tenth of the fetch,
+// decides more than the peers' number); -v prints each run's time. -short
+// skips it.
+func TestMorePeersNoSlowerInVirtualTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("five fetches of 200,000 objects")
+	}
+	objects := "200000"
+	if s := os.Getenv("LEDGERFETCH_OBJECTS"); s != "" {
+		objects = s
+	}
+	var prev time.Duration
+	for _, n := range []int{1, 2, 4, 8, 16} {
+		o, err := parseOptions([]string{"-transport", "mem", "-objects", objects, "-peers", strconv.Itoa(n)}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := ledger.Generate(o.seed, o.objects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := virtualFetch(t, o, l, "scheduler")
+		if err != nil {
+			t.Fatalf("-peers %d: %v", n, err)
+		}
+		wall := time.Duration(rep.Wall)
+		t.Logf("-peers %2d: %v virtual, %.0f objects/s, %d timeouts, %d misbehaving", n, wall, rep.Rate, rep.Timeouts, o.misbehave)
+		if prev > 0 && wall > prev {
+			t.Errorf("-peers %d: %v, slower than %v with fewer peers", n, wall, prev)
+		}
+		prev = wall
+	}
+}
