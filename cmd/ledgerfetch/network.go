@@ -110,12 +110,12 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 	if o.connect == nil || n == 0 {
 		net.close()
 		if o.connect != nil {
-			return nil, nil, fmt.Errorf("could not connect to any peer within %v (-wait):\n  %s", o.wait, strings.Join(dialFailures(o.connect, ready.isUp), "\n  "))
+			return nil, nil, fmt.Errorf("could not connect to any peer within %v (-wait):\n  %s", o.wait, strings.Join(dialFailures(o.connect, ready.events.everConnected), "\n  "))
 		}
 		return nil, nil, fmt.Errorf("only %d of %d in-process peers connected within %v", n, o.peers, o.wait)
 	}
 	warn(fmt.Sprintf("only %d of %d peers connected within %v (-wait); fetching from those. Not connected:\n  %s", n, o.peers, o.wait,
-		strings.Join(dialFailures(o.connect, ready.isUp), "\n  ")))
+		strings.Join(dialFailures(o.connect, ready.events.everConnected), "\n  ")))
 	return net, roles, nil
 }
 
@@ -142,8 +142,7 @@ type readyHost struct {
 	events *peerEvents
 
 	mu sync.Mutex
-	n  int              // guarded by mu
-	up map[peer.ID]bool // guarded by mu: connected at least once
+	n  int // guarded by mu
 }
 
 func (h *readyHost) Connect(p peer.Peer, channels int) error {
@@ -153,10 +152,6 @@ func (h *readyHost) Connect(p peer.Peer, channels int) error {
 	h.events.connected(p.ID())
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.up == nil {
-		h.up = map[peer.ID]bool{}
-	}
-	h.up[p.ID()] = true
 	h.n++
 	if h.n == h.want {
 		close(h.ready)
@@ -170,13 +165,6 @@ func (h *readyHost) Disconnect(id peer.ID) error {
 		h.events.disconnected(id)
 	}
 	return err
-}
-
-// isUp reports whether the peer id has connected.
-func (h *readyHost) isUp(id peer.ID) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.up[id]
 }
 
 func (h *readyHost) connected() int {
