@@ -150,7 +150,7 @@ func (h *harness) testCrashedPeer(t *testing.T) {
 	if r.Retries < 1 {
 		t.Error("no object was asked again after the crash")
 	}
-	if r.PeerEvents != nil && r.PeerEvents[id].Disconnections < 1 {
+	if r.PeerEvents[id].Disconnections < 1 {
 		t.Errorf("the report's peer events show no disconnection of the killed peer %s: %+v", id, r.PeerEvents)
 	}
 	served := h.stopPeers(t, peers)

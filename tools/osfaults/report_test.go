@@ -29,8 +29,8 @@ type fetchReport struct {
 	SendErrors  int          `json:"send_errors"`
 	Error       string       `json:"error"`
 	Peers       []peerReport `json:"peers"`
-	// PeerEvents, by peer, counts the connections the fetch saw end, where
-	// ledgerfetch reports them (nil where it does not).
+	// PeerEvents counts, by peer, the connections the fetch saw end; a peer
+	// with none may be left out.
 	PeerEvents map[string]peerEvents `json:"peer_events"`
 }
 
