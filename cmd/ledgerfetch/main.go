@@ -14,10 +14,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"sync/atomic"
 
 	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/tcpnet"
 )
@@ -46,6 +49,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 		return exitUsage
+	}
+	if o.connect != nil {
+		if err := resolveAll(ctx, o.connect, net.DefaultResolver.LookupHost); err != nil {
+			fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
+			return exitUsage
+		}
 	}
 	src, err := loadSource(o)
 	if err != nil {
@@ -82,11 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		var v any = results
-		if len(results) == 1 {
-			v = results[0]
-		}
-		if err := enc.Encode(v); err != nil {
+		if err := enc.Encode(newJSONReport(results)); err != nil {
 			fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 			return exitIncomplete
 		}
@@ -125,6 +130,14 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		got = &fetched{}
 		cfg.Received = got.Put
 	}
+	// A peer the fetch judges useless (it serves another ledger, say) is
+	// disconnected for good; the network exists only once the host does.
+	var net atomic.Pointer[network]
+	cfg.Disconnect = func(id peer.ID, _ error) {
+		if n := net.Load(); n != nil {
+			(*n).disconnect(id)
+		}
+	}
 	var host tcpnet.Host
 	var fetchRun func(context.Context) (fetch.Report, error)
 	stop := func() {}
@@ -145,15 +158,17 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		}
 		host, fetchRun = ps, ps.Run
 	}
-	net, roles, err := startNetwork(ctx, o, l, host, warn)
+	nw, roles, err := startNetwork(ctx, o, l, host, warn)
 	if err != nil {
 		stop()
 		return nil, err
 	}
+	net.Store(&nw)
 	rep, err := fetchRun(ctx)
-	net.close()
+	events := nw.events()
+	nw.close()
 	stop()
-	res := newResult(rep, o, roles, err)
+	res := newResult(rep, o, roles, events, err)
 	if src.header != nil {
 		res.checkAccountHash(o, src, got, rep.Complete)
 	}
