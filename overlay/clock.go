@@ -27,8 +27,9 @@ import (
 // PollEvery, and their function runs whenever the poll finds them armed.
 // That suits the scheduler, whose timer function, run before anything is
 // due, only re-arms (the benchmarks' stepped clock relies on the same); its
-// deadlines then fire at most PollEvery late. Other timers (the peer set's,
-// one per request, never Reset) fire exactly once, at their time.
+// deadlines then fire at most PollEvery late. A scheduler therefore gets a
+// clock of its own; other timers (the fetch's, the peer set's, which are
+// never Reset and must not run early) fire exactly once, at their time.
 //
 // Only Now, Since, Until, AfterFunc and Ticker are supported; the others
 // panic. Tickers never tick: fetch uses its ticker for Progress and the

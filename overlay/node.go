@@ -38,7 +38,8 @@ type node struct {
 	fetching   bool // its fetch is running: deliveries go to host
 	host       fetch.Host
 	sched      *scheduler.Scheduler // nil for the peer set
-	clock      *nodeClock
+	clock      *nodeClock           // the fetch's
+	schedClock *nodeClock           // its scheduler's, whose timers are polled
 	cancel     context.CancelFunc
 	ran        chan struct{} // closed when its fetch has returned
 	report     fetch.Report

@@ -9,6 +9,7 @@ import (
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/penalty"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/simnet"
 )
@@ -127,15 +128,19 @@ func (s *simulation) start() error {
 // of its own and waits until the fetch has sent its first requests and only
 // waits (or has returned).
 func (s *simulation) startFetch(n *node) error {
-	// A scheduler re-arms its one timer with Reset, which the virtual
-	// clock must poll for; the peer set never does.
-	n.clock = newNodeClock(s.clock, s.strategy != PeerSet)
+	// The fetch and its scheduler read one time through two views of the
+	// clock: a scheduler re-arms its timer with Reset, so the clock must
+	// poll its timers, while the fetch's own timers (the peer set's, the
+	// penalty judge's wake) must fire only at their time.
+	n.clock, n.schedClock = newNodeClock(s.clock, false), newNodeClock(s.clock, true)
+	seed := rankSeed(s.cfg.Seed, n.index)
 	cfg := fetch.Config{
 		Root:     s.cfg.Ledger.Root(),
 		Expected: s.cfg.Ledger.Len(),
 		Received: func(h ledger.Hash, _ []byte) { s.received(n, h) },
 		Batch:    s.cfg.Batch,
 		Clock:    n.clock,
+		Penalty:  penalty.Config{Seed: seed}, // each node its own jitter
 		// The virtual clock's tickers never tick (see virtualClock): the
 		// simulation's TimeLimit ends a fetch that cannot finish.
 		ProgressEvery: time.Hour,
@@ -144,7 +149,7 @@ func (s *simulation) startFetch(n *node) error {
 	var connect func(p peer.Peer) error
 	switch s.strategy {
 	case Adaptive, Fixed:
-		sched, err := scheduler.New(scheduler.Config{Clock: n.clock, InlineCallbacks: true, RankSeed: rankSeed(s.cfg.Seed, n.index)})
+		sched, err := scheduler.New(scheduler.Config{Clock: n.schedClock, InlineCallbacks: true, RankSeed: seed})
 		if err != nil {
 			return fmt.Errorf("overlay: node %s: %w", n.id, err)
 		}
@@ -243,6 +248,7 @@ func (s *simulation) finish(n *node) {
 		n.sched.Stop()
 	}
 	s.clock.retire(n.clock)
+	s.clock.retire(n.schedClock)
 	n.host, n.sched = nil, nil // its fetch's state can go
 	s.progress()
 }
