@@ -97,19 +97,17 @@ func TestResettableTimersArePolled(t *testing.T) {
 	sched := newNodeClock(vc, true)
 	other := newNodeClock(vc, false)
 	var schedAt, otherAt []time.Duration
-	var timer *clockTimer
-	timer = &clockTimer{}
-	timer.t = sched.AfterFunc(10*time.Millisecond, func() {
+	var timer *clock.Timer
+	timer = sched.AfterFunc(10*time.Millisecond, func() {
 		schedAt = append(schedAt, vc.Now().Sub(epoch))
 		if len(schedAt) < 3 {
-			timer.t.Reset(5*time.Millisecond + 300*time.Microsecond)
+			timer.Reset(5*time.Millisecond + 300*time.Microsecond)
 		}
 	})
-	var once *clockTimer
-	once = &clockTimer{}
-	once.t = other.AfterFunc(7*time.Millisecond, func() {
+	var once *clock.Timer
+	once = other.AfterFunc(7*time.Millisecond, func() {
 		otherAt = append(otherAt, vc.Now().Sub(epoch))
-		once.t.Reset(time.Millisecond) // unseen: never runs again
+		once.Reset(time.Millisecond) // unseen: never runs again
 	})
 	run := func(until time.Duration) {
 		for fn, ok := vc.next(epoch.Add(until)); ok; fn, ok = vc.next(epoch.Add(until)) {
@@ -133,7 +131,7 @@ func TestResettableTimersArePolled(t *testing.T) {
 		}
 	}
 	vc.retire(sched)
-	timer.t.Reset(time.Millisecond)
+	timer.Reset(time.Millisecond)
 	run(200 * time.Millisecond)
 	if len(schedAt) != 3 {
 		t.Errorf("a retired node's timer ran again: %v", schedAt)
@@ -142,5 +140,3 @@ func TestResettableTimersArePolled(t *testing.T) {
 		t.Errorf("%d entries left: polling goes on with nothing to poll", vc.pending())
 	}
 }
-
-type clockTimer struct{ t *clock.Timer }
