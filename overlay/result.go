@@ -45,6 +45,10 @@ type Result struct {
 	Timeouts int `json:"timeouts"`
 	Refused  int `json:"refused"`
 	Hedges   int `json:"hedges"`
+	// Useless counts the neighbours the fetches judged useless and stopped
+	// asking (fetch.Report.Useless), summed over the fetching nodes; a
+	// neighbour judged by two nodes counts twice.
+	Useless int `json:"useless"`
 
 	// BytesPerNode is the mean of the object bytes each node sent in its
 	// answers, over every node; MaxBytesSent the most one node sent.
@@ -101,6 +105,7 @@ func (s *simulation) result() Result {
 		r.Timeouts += n.report.Timeouts
 		r.Refused += n.report.Refused
 		r.Hedges += n.report.Hedges
+		r.Useless += len(n.report.Useless)
 		if n.err != nil {
 			r.Failures++
 		}

@@ -162,8 +162,8 @@ func summary(r Result) string {
 	fmt.Fprintf(&b, "%s: %d nodes, degree %d, %d seeders, seed %d, %d-node ledger\n", r.Strategy, r.Nodes, r.Degree, r.Seeders, r.Seed, r.Objects)
 	fmt.Fprintf(&b, "  completed %d of %d (%d failed); t50 %v t99 %v t100 %v reached %v; ended %v\n",
 		r.Completed, r.Fetching, r.Failures, r.T50, r.T99, r.T100, r.Reached, r.Virtual)
-	fmt.Fprintf(&b, "  worst queueing delay %v, peak waiting %d, served %d, dropped %d; requests %d, timeouts %d, refused %d, hedges %d\n",
-		r.WorstQueueDelay, r.PeakWaiting, r.Served, r.Dropped, r.Requests, r.Timeouts, r.Refused, r.Hedges)
+	fmt.Fprintf(&b, "  worst queueing delay %v, peak waiting %d, served %d, dropped %d; requests %d, timeouts %d, refused %d, hedges %d, useless %d\n",
+		r.WorstQueueDelay, r.PeakWaiting, r.Served, r.Dropped, r.Requests, r.Timeouts, r.Refused, r.Hedges, r.Useless)
 	fmt.Fprintf(&b, "  bytes per node %.1f, max %d; received %d, duplicates %d (%.6f); fairness %.6f\n",
 		r.BytesPerNode, r.MaxBytesSent, r.Received, r.Duplicates, r.DuplicateShare, r.Fairness)
 	return b.String()

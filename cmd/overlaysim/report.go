@@ -71,6 +71,7 @@ func writeTable(w io.Writer, o options, out output) {
 	row("requests dropped (overload)", func(r strategyRun) string { return fmt.Sprint(r.Dropped) })
 	row("requests sent", func(r strategyRun) string { return fmt.Sprint(r.Requests) })
 	row("timeouts", func(r strategyRun) string { return fmt.Sprint(r.Timeouts) })
+	row("neighbours judged useless", func(r strategyRun) string { return fmt.Sprint(r.Useless) })
 	row("bytes sent per node (mean)", func(r strategyRun) string { return byteCount(r.BytesPerNode) })
 	row("bytes sent, busiest node", func(r strategyRun) string { return byteCount(float64(r.MaxBytesSent)) })
 	row("duplicate objects received", func(r strategyRun) string { return fmt.Sprintf("%.3f%%", 100*r.DuplicateShare) })
