@@ -63,7 +63,7 @@ func (s *state) progressLocked(elapsed time.Duration, peers int) Progress {
 		Elapsed:  elapsed,
 		Verified: s.front.verified,
 		Known:    s.front.known(),
-		Expected: s.cfg.Expected,
+		Expected: max(s.cfg.Expected-s.resumed, 0), // what this run downloads
 		InFlight: s.tally.inFlight,
 		Peers:    peers,
 		Retries:  s.tally.retries,
@@ -74,6 +74,7 @@ func (s *state) progressLocked(elapsed time.Duration, peers int) Progress {
 // Progress goes out, and the Report and error are built. cause is what watch
 // returned.
 func (s *state) end(strategy string, start time.Time, cause error, peers int, dropped Dropped) (Report, error) {
+	stored := s.stopWriter()
 	now := s.cfg.Clock.Now()
 	s.mu.Lock()
 	s.finished = true
@@ -89,6 +90,8 @@ func (s *state) end(strategy string, start time.Time, cause error, peers int, dr
 			cause = fmt.Errorf("fetch ended early") // not reached: watch returns nil only when complete
 		}
 		err = s.incompleteLocked(cause, peers)
+	} else if stored != nil {
+		err = stored // every node verified, but the store lacks some
 	}
 	s.mu.Unlock()
 	if s.cfg.Progress != nil {

@@ -21,6 +21,7 @@ type Report struct {
 	Bytes       int64    `json:"bytes"`              // their serialized size
 	Reused      int      `json:"reused"`             // nodes taken from Config.Base instead of fetched
 	ReusedBytes int64    `json:"reused_bytes"`       // their serialized size
+	Resumed     int      `json:"resumed"`            // nodes found in Config.Store when the fetch began, not fetched
 	Wall        Duration `json:"wall_seconds"`       // from Run's start to its end
 	Rate        float64  `json:"objects_per_second"` // Objects / Wall
 
@@ -100,6 +101,7 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		Expected:     s.cfg.Expected,
 		Bytes:        t.bytes,
 		Reused:       t.reused,
+		Resumed:      s.resumed,
 		ReusedBytes:  t.reusedBytes,
 		Wall:         Duration(wall),
 		Requests:     t.requests,
