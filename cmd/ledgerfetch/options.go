@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/peersched/peersched/ledger"
 )
 
 // options are the command line, parsed and checked.
@@ -29,6 +31,9 @@ type options struct {
 	wait      time.Duration // for the peers to connect before the fetch starts
 	ledger    string        // a real ledger file to serve and fetch, instead of a generated one
 	base      string        // a real ledger file the fetch starts from (incremental)
+	store     string        // the node store's directory; "" for a temporary one
+	root      ledger.Hash   // with -connect: the peers' root, instead of generating the ledger
+	expect    int           // with -root: the ledger's node count, if known
 }
 
 // errUsage marks errors in the command line; run exits with 2 for them.
@@ -38,7 +43,7 @@ var errUsage = errors.New("usage")
 // stderr and returns flag.ErrHelp.
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var latency, strategy, connect string
+	var latency, strategy, connect, root string
 	fs := flag.NewFlagSet("ledgerfetch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -78,6 +83,9 @@ Flags:
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "the longest a request may wait for its response (through the scheduler, a request to a peer whose response times are known waits their RTO, at least 500ms)")
 	fs.DurationVar(&o.stall, "stall", 20*time.Second, "give up when no object has verified for this long")
 	fs.DurationVar(&o.wait, "wait", 5*time.Second, "how long to wait for the peers to connect before fetching")
+	fs.StringVar(&o.store, "store", "", "keep the fetched objects on disk in this directory (a Pebble store), and resume from what it holds: a fetch killed midway and run again asks only for what is missing (default: a temporary directory, removed at the end)")
+	fs.StringVar(&root, "root", "", "with -connect: the root hash (hex) of the ledger the peers serve, as ledgerpeer prints it, instead of generating the ledger from -objects and -seed")
+	fs.IntVar(&o.expect, "expect", 0, "with -root: the ledger's node count, as ledgerpeer prints it, to show progress against (0: unknown)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -110,7 +118,22 @@ Flags:
 		}
 		o.peers = len(o.connect)
 	}
+	if root != "" {
+		if o.root, err = ledger.ParseHash(root); err != nil || o.root == (ledger.Hash{}) {
+			return bad("-root %q: want a ledger's root hash, 64 hex digits", root)
+		}
+	}
 	switch {
+	case root != "" && o.connect == nil:
+		return bad("-root needs -connect: in-process peers serve the ledger this process generates")
+	case root != "" && o.ledger != "":
+		return bad("-root and -ledger both name the ledger: give one")
+	case o.expect != 0 && root == "":
+		return bad("-expect needs -root")
+	case o.expect < 0:
+		return bad("-expect %d: want a node count, or 0 for unknown", o.expect)
+	case o.store != "" && len(o.strategy) > 1:
+		return bad("-store with -strategy both: the second fetch would resume from the first's objects")
 	case o.transport != "tcp" && o.transport != "mem":
 		return bad("-transport %q: want tcp or mem", o.transport)
 	case o.connect != nil && o.transport != "tcp":
