@@ -3,22 +3,33 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
+	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/nodestore/pebblestore"
 )
 
 // nodeStore is where a fetch keeps the objects it fetches: -store's
 // directory, which a later run resumes from, or a temporary one.
 type nodeStore struct {
-	*pebblestore.Store
+	fetch.NodeStore
+	closer    io.Closer // the Pebble store; nil in memory
 	dir       string
 	temporary bool // made for this fetch, removed by close
 }
 
+// memStore is the -store value that keeps the objects in memory instead,
+// to compare with the disk store: nothing survives the process, and its
+// memory grows with the ledger.
+const memStore = "mem"
+
 // openStore opens the store in dir, or in a new temporary directory if dir
-// is "".
+// is "", or in memory if dir is memStore.
 func openStore(dir string) (*nodeStore, error) {
+	if dir == memStore {
+		return &nodeStore{NodeStore: &fetch.MemStore{}, dir: memStore}, nil
+	}
 	temporary := dir == ""
 	if temporary {
 		var err error
@@ -33,12 +44,15 @@ func openStore(dir string) (*nodeStore, error) {
 		}
 		return nil, fmt.Errorf("-store: %w", err)
 	}
-	return &nodeStore{Store: s, dir: dir, temporary: temporary}, nil
+	return &nodeStore{NodeStore: s, closer: s, dir: dir, temporary: temporary}, nil
 }
 
 // close closes the store, and removes it if it was temporary.
 func (s *nodeStore) close() error {
-	err := s.Close()
+	var err error
+	if s.closer != nil {
+		err = s.closer.Close()
+	}
 	if s.temporary {
 		err = errors.Join(err, os.RemoveAll(s.dir))
 	}

@@ -24,6 +24,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/peersched/peersched/fetch"
@@ -34,6 +35,12 @@ import (
 // it begins (see fetch.Config.Store), so a small cache serves, and keeps
 // the process's memory small.
 const cacheBytes = 8 << 20
+
+// memTableBytes is the size of Pebble's in-memory table, where writes go
+// before they are flushed to a file on disk. Above its default (4 MB), each
+// flush writes a larger file, and there are fewer of them to merge later;
+// Pebble holds two at most while one is being flushed.
+var memTableBytes uint64 = 16 << 20
 
 // Store is a node store in a directory on disk. It is safe for concurrent
 // use. Open one with Open; Close it when done.
@@ -49,7 +56,13 @@ func Open(dir string) (*Store, error) {
 	// The plain file system, not Pebble's default wrapper around it that
 	// watches for slow disks from a goroutine of its own, which a failed
 	// Open leaves running.
-	db, err := pebble.Open(dir, &pebble.Options{Cache: cache, FS: vfs.Default, Logger: quiet{}})
+	opts := &pebble.Options{Cache: cache, FS: vfs.Default, Logger: quiet{}, MemTableSize: memTableBytes}
+	for i := range opts.Levels {
+		// Nodes are hashes and random-looking payloads: compressing them
+		// costs CPU and saves nothing.
+		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+	}
+	db, err := pebble.Open(dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: opening %s: %w", dir, err)
 	}
