@@ -36,8 +36,9 @@ type Config struct {
 	// Root names the ledger to fetch. Required (the zero Hash names no node).
 	Root ledger.Hash
 	// Expected is how many nodes the fetch will download, if the caller
-	// knows (the ledger's node count, for a fetch without a Base); it only
-	// feeds Progress and the report. 0 means unknown.
+	// knows (the ledger's node count, for a fetch without a Base; with a
+	// Store, the fetch takes off the nodes it resumes with); it only feeds
+	// Progress and the report. 0 means unknown.
 	Expected int
 	// Base, if set, holds nodes the fetch already has, such as those of the
 	// ledger before this one: the fetch walks down from Root and, wherever

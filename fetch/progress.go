@@ -11,7 +11,7 @@ type Progress struct {
 	Elapsed  time.Duration
 	Verified int     // objects that arrived and verified
 	Known    int     // hashes discovered so far
-	Expected int     // Config.Expected (0 if unknown)
+	Expected int     // Config.Expected, less the nodes resumed from Config.Store (0 if unknown)
 	Rate     float64 // verified objects per second since the previous snapshot
 	InFlight int     // requests in flight
 	Peers    int     // peers connected
