@@ -73,6 +73,9 @@ func (s *state) beginLocked(now time.Time) {
 	s.lastVerified = now
 	if s.cfg.Store != nil {
 		s.resumeLocked()
+		// The stall is counted from here: reading a large store takes a
+		// while, and verifies nothing.
+		s.lastVerified = s.cfg.Clock.Now()
 		s.writer.start()
 		return
 	}

@@ -24,6 +24,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -61,6 +62,11 @@ func Open(dir string) (*Store, error) {
 		// Nodes are hashes and random-looking payloads: compressing them
 		// costs CPU and saves nothing.
 		opts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
+		// A resumed fetch reads every node it stored, by hash, in the
+		// tree's order, which is no order for the keys: without a filter,
+		// each lookup reads a block of every file of level 0 that may
+		// hold the key (a resume of a million nodes took minutes).
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebble.Open(dir, opts)
 	if err != nil {
