@@ -220,7 +220,7 @@ func (ps *Peerset) Run(ctx context.Context) (Report, error) {
 	ps.pumpLocked()
 	ps.mu.Unlock()
 
-	cause := ps.watch(ctx, start, ps.peers)
+	w := ps.watch(ctx, start, ps.load)
 
 	ps.mu.Lock()
 	ps.finished = true
@@ -228,15 +228,24 @@ func (ps *Peerset) Run(ctx context.Context) (Report, error) {
 		r.timer.Stop()
 	}
 	dropped := ps.dropped
-	n := len(ps.conns)
 	ps.mu.Unlock()
-	return ps.end("peerset", start, cause, n, dropped)
+	return ps.end("peerset", start, w, ps.load(), dropped)
 }
 
-func (ps *Peerset) peers() int {
+// load reads the connected peers' channels, and how many of them carry a
+// request (at most their channels: a peer that reconnected with fewer may
+// still have more out).
+func (ps *Peerset) load() hostLoad {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	return len(ps.conns)
+	l := hostLoad{peers: len(ps.conns)}
+	for id, c := range ps.conns {
+		l.channels += c.channels
+		if pt := ps.tally.peers[id]; pt != nil {
+			l.closed += min(pt.inFlight, c.channels)
+		}
+	}
+	return l
 }
 
 func (ps *Peerset) addLocked(id peer.ID) {

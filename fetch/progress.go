@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/peersched/peersched/peer"
 )
 
 // Progress is a snapshot of a running fetch, handed to Config.Progress.
@@ -13,35 +15,94 @@ type Progress struct {
 	Known    int     // hashes discovered so far
 	Expected int     // Config.Expected, less the nodes resumed from Config.Store (0 if unknown)
 	Rate     float64 // verified objects per second since the previous snapshot
-	InFlight int     // requests in flight
-	Peers    int     // peers connected
-	Retries  int     // objects asked again so far
-	Done     bool    // the fetch has ended; this is the last snapshot
+	// InFlight counts the fetch's requests in flight: sent, not ended, and
+	// holding a channel of the host's. It is never more than Channels (see
+	// inFlightOf).
+	InFlight int
+	// Channels counts the channels of the host's connected peers, open and
+	// closed: the most requests the host lets be in flight at once. With
+	// the scheduler's adaptive limits it moves as they do.
+	Channels int
+	Peers    int  // peers connected
+	Retries  int  // objects asked again so far
+	Done     bool // the fetch has ended; this is the last snapshot
+}
+
+// hostLoad is what the host says of its peers at one moment: how many are
+// connected, their channels, and how many of those are closed (carrying a
+// request of the fetch's, or of another sender's where the host is shared).
+type hostLoad struct{ peers, channels, closed int }
+
+// usageLoad sums the scheduler's PeerUsage into a hostLoad.
+func usageLoad(usage []peer.Usage) hostLoad {
+	l := hostLoad{peers: len(usage)}
+	for _, u := range usage {
+		l.channels += u.Channels
+		l.closed += u.ChannelsClosed
+	}
+	return l
+}
+
+// inFlightOf is Progress.InFlight: the fetch's requests not yet ended,
+// tallied, but never more than the channels the host holds closed. The
+// tally counts a request until the fetch has taken in its end, but the
+// scheduler reopens a request's channel as its response arrives, before
+// its receiver runs, and may send another request on that channel first:
+// counted alone, the tally runs ahead of the channels by the answers still
+// waiting for their receivers (70 on 64 channels, say).
+func inFlightOf(tallied int, l hostLoad) int {
+	return max(min(tallied, l.closed), 0)
+}
+
+// watched is what watch saw: why the fetch ended (nil if it completed, see
+// watch) and the host's channels at every snapshot, for the report's bound.
+type watched struct {
+	cause    error
+	channels channelMean
+}
+
+// channelMean is the mean of the channel counts seen at the snapshots,
+// taken every ProgressEvery, so it weighs every moment of the fetch alike.
+type channelMean struct {
+	sum, n int
+}
+
+func (m *channelMean) add(channels int) { m.sum, m.n = m.sum+channels, m.n+1 }
+
+func (m channelMean) mean() float64 {
+	if m.n == 0 {
+		return 0
+	}
+	return float64(m.sum) / float64(m.n)
 }
 
 // watch waits for the fetch to end and returns why it did not complete:
 // nil if it completed, else the fatal error, the context's error, or a stall.
 // It calls Config.Progress every ProgressEvery and checks for a stall at the
-// same moments. peers counts the connected peers; it is called without mu.
-func (s *state) watch(ctx context.Context, start time.Time, peers func() int) error {
+// same moments. load reads the host; it is called without mu.
+func (s *state) watch(ctx context.Context, start time.Time, load func() hostLoad) watched {
 	clk := s.cfg.Clock
 	tick := clk.Ticker(s.cfg.ProgressEvery)
 	defer tick.Stop()
+	var w watched
 	prevVerified, prevAt := 0, start
 	for {
 		select {
 		case <-s.done:
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			return s.fatal
+			w.cause = s.fatal
+			return w
 		case <-ctx.Done():
-			return ctx.Err()
+			w.cause = ctx.Err()
+			return w
 		case <-tick.C:
 		}
-		n := peers()
+		l := load()
+		w.channels.add(l.channels)
 		now := clk.Now()
 		s.mu.Lock()
-		p := s.progressLocked(now.Sub(start), n)
+		p := s.progressLocked(now.Sub(start), l)
 		stalled := now.Sub(s.lastVerified)
 		s.mu.Unlock()
 		if dt := now.Sub(prevAt); dt > 0 {
@@ -52,44 +113,49 @@ func (s *state) watch(ctx context.Context, start time.Time, peers func() int) er
 			s.cfg.Progress(p)
 		}
 		if stalled >= s.cfg.StallTimeout {
-			return fmt.Errorf("%w for %v", ErrStalled, stalled.Round(time.Millisecond))
+			w.cause = fmt.Errorf("%w for %v", ErrStalled, stalled.Round(time.Millisecond))
+			return w
 		}
 	}
 }
 
 // progressLocked returns a snapshot, without its Rate.
-func (s *state) progressLocked(elapsed time.Duration, peers int) Progress {
+func (s *state) progressLocked(elapsed time.Duration, l hostLoad) Progress {
 	return Progress{
 		Elapsed:  elapsed,
 		Verified: s.front.verified,
 		Known:    s.front.known(),
 		Expected: max(s.cfg.Expected-s.resumed, 0), // what this run downloads
-		InFlight: s.tally.inFlight,
-		Peers:    peers,
+		InFlight: inFlightOf(s.tally.inFlight, l),
+		Channels: l.channels,
+		Peers:    l.peers,
 		Retries:  s.tally.retries,
 	}
 }
 
 // end finishes the fetch: callbacks stop changing anything, the last
-// Progress goes out, and the Report and error are built. cause is what watch
-// returned.
-func (s *state) end(strategy string, start time.Time, cause error, peers int, dropped Dropped) (Report, error) {
+// Progress goes out, and the Report and error are built. w is what watch
+// returned; l is the host's load now.
+func (s *state) end(strategy string, start time.Time, w watched, l hostLoad, dropped Dropped) (Report, error) {
 	stored := s.stopWriter()
 	now := s.cfg.Clock.Now()
+	w.channels.add(l.channels)
 	s.mu.Lock()
 	s.finished = true
-	p := s.progressLocked(now.Sub(start), peers)
+	p := s.progressLocked(now.Sub(start), l)
 	p.Done = true
 	if p.Elapsed > 0 {
 		p.Rate = float64(p.Verified) / p.Elapsed.Seconds()
 	}
 	rep := s.reportLocked(strategy, now.Sub(start), dropped)
+	rep.bound(w.channels.mean(), s.cfg.Batch)
 	var err error
 	if !rep.Complete {
+		cause := w.cause
 		if cause == nil {
 			cause = fmt.Errorf("fetch ended early") // not reached: watch returns nil only when complete
 		}
-		err = s.incompleteLocked(cause, peers)
+		err = s.incompleteLocked(cause, l.peers)
 	} else if stored != nil {
 		err = stored // every node verified, but the store lacks some
 	}

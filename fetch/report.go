@@ -39,8 +39,18 @@ type Report struct {
 
 	Dropped Dropped `json:"dropped"` // responses thrown away before reaching the fetch
 
-	MeanRTT Duration     `json:"mean_rtt_seconds"` // mean response time of answered requests
-	Peers   []PeerReport `json:"peers"`            // by peer ID
+	MeanRTT Duration `json:"mean_rtt_seconds"` // mean response time of answered requests
+
+	// The bound, the same for both strategies: by Little's law, Channels
+	// requests in flight of Batch objects each, each taking MeanRTT, carry
+	// at most Channels x Batch / MeanRTT objects a second. Utilisation is
+	// Rate over that bound: how well the strategy kept the channels its
+	// peers had busy with full requests.
+	Channels    float64 `json:"channels_mean"`            // the host's peers' channels (Progress.Channels), the mean over the fetch's snapshots
+	Bound       float64 `json:"bound_objects_per_second"` // Channels x Config.Batch / MeanRTT; 0 without an answer
+	Utilisation float64 `json:"utilisation"`              // Rate / Bound; 0 without a bound
+
+	Peers []PeerReport `json:"peers"` // by peer ID
 }
 
 // Dropped counts responses that no request accepted. For Run they come from
@@ -66,6 +76,16 @@ type PeerReport struct {
 	Share      float64  `json:"share"`       // Objects / Report.Objects
 	P50        Duration `json:"p50_seconds"` // median response time
 	P99        Duration `json:"p99_seconds"` // 99th percentile response time
+}
+
+// bound fills in the bound and the utilisation (see Report.Channels) from
+// the mean channel count and the batch.
+func (r *Report) bound(channels float64, batch int) {
+	r.Channels = channels
+	if rtt := time.Duration(r.MeanRTT); rtt > 0 && channels > 0 {
+		r.Bound = channels * float64(batch) / rtt.Seconds()
+		r.Utilisation = r.Rate / r.Bound
+	}
 }
 
 // Duration is a time.Duration that encodes to JSON as seconds.

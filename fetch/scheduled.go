@@ -57,7 +57,7 @@ func runFetch(ctx context.Context, s *scheduler.Scheduler, cfg Config, started f
 	b.mu.Unlock()
 	b.scheduleFromOutside()
 
-	cause := b.watch(ctx, start, b.peers)
+	w := b.watch(ctx, start, b.load)
 
 	b.mu.Lock()
 	b.finished = true
@@ -81,7 +81,7 @@ func runFetch(ctx context.Context, s *scheduler.Scheduler, cfg Config, started f
 		WrongPeer: int(after.WrongPeer - before.WrongPeer),
 		Unknown:   int(after.Unknown - before.Unknown),
 	}
-	return b.end("scheduler", start, cause, after.Peers, dropped)
+	return b.end("scheduler", start, w, b.load(), dropped)
 }
 
 // bulk is the fetch's sender: the seed's bulk pattern, one sender that
@@ -154,8 +154,8 @@ func newHedgeBudget(cfg Config) *hedge.Budget {
 	return b
 }
 
-// peers counts the scheduler's connected peers.
-func (b *bulk) peers() int { return b.sched.Stats().Peers }
+// load reads the scheduler's peers' channels.
+func (b *bulk) load() hostLoad { return usageLoad(b.sched.PeerUsage(nil)) }
 
 // scheduleFromOutside schedules the sender, unless it is in the queue
 // already, from a goroutine that is not running a callback (Run). The

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -136,7 +135,7 @@ func TestCrashResume(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("the resumed run: %v\n%s", err, stdout)
 	}
-	var rep struct {
+	type report struct {
 		Complete bool    `json:"complete"`
 		Objects  int     `json:"objects"`
 		Known    int     `json:"known"`
@@ -146,9 +145,7 @@ func TestCrashResume(t *testing.T) {
 			Objects int `json:"objects"`
 		} `json:"peers"`
 	}
-	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
-		t.Fatalf("%v\n%s", err, stdout)
-	}
+	rep := decodeOne[report](t, stdout.String())
 	served := 0
 	for _, p := range rep.Peers {
 		served += p.Objects

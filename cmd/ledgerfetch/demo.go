@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/peersched/peersched/peer"
@@ -42,13 +41,14 @@ const downFor = 500 * time.Millisecond
 // still looks worth asking.
 const misbehaviourRate = 0.3
 
-// demoPeers describes the in-process peers: the last -misbehave peers
-// misbehave, the one before them is slow, the one before that drops its
-// connection midway; p00 stays honest unless every peer must misbehave.
-// nodes is the ledger's node count, to place "midway".
+// demoPeers describes the in-process peers. The last -misbehave peers
+// misbehave; then, while more than half of the peers would stay honest,
+// the one before them is slow and the one before that drops its
+// connection midway (none does with -chaos, which kills peers at random
+// instead). So p00 stays honest unless every peer must misbehave, and
+// adding peers never leaves fewer honest ones. nodes is the ledger's node
+// count, to place "midway".
 func demoPeers(o options, nodes int) []demoPeer {
-	rng := rand.New(rand.NewPCG(o.seed, 0x64656d6f)) // "demo"
-	ranks := rng.Perm(o.peers)
 	peers := make([]demoPeer, o.peers)
 	for i := range peers {
 		peers[i] = demoPeer{id: peer.ID(fmt.Sprintf("p%02d", i)), role: honest, loss: o.loss}
@@ -59,11 +59,13 @@ func demoPeers(o options, nodes int) []demoPeer {
 		peers[next].faults = tcpnet.Misbehaviour(misbehaviourRate)
 		next--
 	}
-	if next > 0 {
+	// next+1 peers are left; giving one a role leaves next honest.
+	honestEnough := func() bool { return 2*next > o.peers }
+	if honestEnough() {
 		peers[next].role = slow
 		next--
 	}
-	if next > 0 {
+	if honestEnough() && !o.chaos {
 		peers[next].role = dropper
 		// Midway: half of an even share of the requests.
 		peers[next].dropAfter = max(nodes/o.batch/o.peers/2, 1)
@@ -74,16 +76,15 @@ func demoPeers(o options, nodes int) []demoPeer {
 		if peers[i].role == slow {
 			scale = 10
 		}
-		peers[i].latency = o.latency.forPeer(ranks[i], o.peers, scale)
+		peers[i].latency = o.latency.forPeer(spread(i), scale)
 	}
 	return peers
 }
 
-// behaviour is p over TCP. With chaos the cmd kills peers itself, so the
-// dropper does not drop on its own.
-func (p demoPeer) behaviour(chaos bool) tcpnet.Behaviour {
+// behaviour is p over TCP.
+func (p demoPeer) behaviour() tcpnet.Behaviour {
 	b := tcpnet.Behaviour{Latency: p.latency, Loss: p.loss, Faults: p.faults}
-	if p.role == dropper && !chaos {
+	if p.role == dropper {
 		b.DropAfter, b.DownFor = p.dropAfter, downFor
 	}
 	return b

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/simnet"
 )
 
 func TestParseLatency(t *testing.T) {
@@ -61,8 +64,8 @@ func TestDemoPeers(t *testing.T) {
 	if d := peers[13].dropAfter; d != 275_000/64/16/2 {
 		t.Errorf("drops after %d requests", d)
 	}
-	if b := peers[13].behaviour(true); b.DropAfter != 0 {
-		t.Error("the dropper drops on its own under chaos")
+	if b := peers[13].behaviour(); b.DropAfter == 0 {
+		t.Error("the dropper does not drop")
 	}
 	if p := peers[0].profile(true, 16); p.RandomOutages == nil || p.Validate() != nil {
 		t.Errorf("chaos profile %+v", p)
@@ -71,6 +74,49 @@ func TestDemoPeers(t *testing.T) {
 	for _, p := range demoPeers(o, 1000) {
 		if p.role != misbehave {
 			t.Errorf("%s is %s, want every peer misbehaving", p.id, p.role)
+		}
+	}
+}
+
+// TestDemoPeersAsPeersAreAdded: as -peers grows (with -misbehave at its
+// default), each peer keeps its latency, p00 is the fastest, the honest
+// peers never become fewer and stay more than half, and nobody misbehaves
+// below 4 peers. With -chaos no peer has the drops role.
+func TestDemoPeersAsPeersAreAdded(t *testing.T) {
+	latencyOf := map[peer.ID]string{}
+	prevHonest := 0
+	for n := 1; n <= 20; n++ {
+		o, err := parseOptions([]string{"-peers", strconv.Itoa(n)}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		peers := demoPeers(o, 10_000)
+		roles := map[role]int{}
+		for _, p := range peers {
+			roles[p.role]++
+			if p.role == slow {
+				continue // ten times its own latency
+			}
+			if l, ok := latencyOf[p.id]; ok && l != p.latency.String() {
+				t.Errorf("-peers %d: %s has latency %s, had %s with fewer peers", n, p.id, p.latency, l)
+			}
+			latencyOf[p.id] = p.latency.String()
+		}
+		if peers[0].role != honest || peers[0].latency.String() != simnet.Uniform(2500*time.Microsecond, 7500*time.Microsecond).String() {
+			t.Errorf("-peers %d: p00 is %s with %s, want honest and the fastest", n, peers[0].role, peers[0].latency)
+		}
+		if roles[honest] < prevHonest || 2*roles[honest] <= n {
+			t.Errorf("-peers %d: %d honest (%d with one fewer): %v", n, roles[honest], prevHonest, roles)
+		}
+		prevHonest = roles[honest]
+		if want := min(n/4, 1); roles[misbehave] != want {
+			t.Errorf("-peers %d: %d misbehave, want %d", n, roles[misbehave], want)
+		}
+		o.chaos = true
+		for _, p := range demoPeers(o, 10_000) {
+			if p.role == dropper || p.behaviour().DropAfter != 0 {
+				t.Errorf("-peers %d -chaos: %s drops on its own", n, p.id)
+			}
 		}
 	}
 }
@@ -94,17 +140,19 @@ func TestCommasAndDur(t *testing.T) {
 }
 
 // TestProgressPrinter: a terminal gets one line rewritten with \r and ended
-// at the last report; a pipe gets a line a second.
+// at the last report; a pipe gets a line a second; both show the elapsed
+// time and the requests in flight of the channels.
 func TestProgressPrinter(t *testing.T) {
 	reports := func(p *progressPrinter) {
 		for i := 1; i <= 8; i++ {
-			p.show(fetch.Progress{Elapsed: time.Duration(i) * 250 * time.Millisecond, Verified: 100 * i, Expected: 1000, Rate: 400, InFlight: 3, Peers: 4})
+			p.show(fetch.Progress{Elapsed: time.Duration(i) * 250 * time.Millisecond, Verified: 100 * i, Expected: 1000, Rate: 400, InFlight: 3, Channels: 8, Peers: 4})
 		}
 		p.show(fetch.Progress{Elapsed: 2100 * time.Millisecond, Verified: 1000, Expected: 1000, Done: true, Peers: 4})
 	}
 	var tty bytes.Buffer
 	reports(&progressPrinter{w: &tty, tty: true, peers: 4})
-	if got := tty.String(); strings.Count(got, "\r") != 9 || strings.Count(got, "\n") != 1 || !strings.Contains(got, "1,000/1,000 objects 100.0%") {
+	if got := tty.String(); strings.Count(got, "\r") != 9 || strings.Count(got, "\n") != 1 || !strings.Contains(got, "\r[  2.1s] 1,000/1,000 objects 100.0%") ||
+		!strings.Contains(got, "\r[  0.5s] 200/1,000 objects") || !strings.Contains(got, "in flight 3 of 8 channels") {
 		t.Errorf("terminal output %q", got)
 	}
 	var pipe bytes.Buffer

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -66,11 +67,11 @@ func parseLatency(s string) (latencySpec, error) {
 	return spec, nil
 }
 
-// forPeer returns the latency of peer i of n. Varied spreads the medians of
-// the peers evenly from 5ms to 35ms, in an order shuffled by the seed (rank
-// is i's place in that order), each peer's delays uniform within ±50% of its
-// median. scale multiplies every delay (the slow peer's is 10).
-func (l latencySpec) forPeer(rank, n int, scale float64) simnet.Latency {
+// forPeer returns the latency of the peer whose place in the spread is u,
+// in [0, 1) (see spread). Varied gives it a median from 5ms (u = 0) to
+// 35ms, its delays uniform within ±50% of that median. scale multiplies
+// every delay (the slow peer's is 10).
+func (l latencySpec) forPeer(u, scale float64) simnet.Latency {
 	x := func(d time.Duration) time.Duration { return time.Duration(float64(d) * scale) }
 	switch l.kind {
 	case "none":
@@ -82,9 +83,18 @@ func (l latencySpec) forPeer(rank, n int, scale float64) simnet.Latency {
 	case "lognormal":
 		return simnet.LogNormal(x(l.a), l.sigma)
 	}
-	median := 5 * time.Millisecond
-	if n > 1 {
-		median += time.Duration(rank) * 30 * time.Millisecond / time.Duration(n-1)
-	}
+	median := 5*time.Millisecond + time.Duration(u*float64(30*time.Millisecond))
 	return simnet.Uniform(x(median/2), x(median*3/2))
+}
+
+// spread returns the place of peer i in the spread of varied latencies:
+// the golden-ratio sequence, 0, 0.618, 0.236, 0.854, 0.472, ... Peer i's
+// place does not depend on how many peers there are, so adding peers adds
+// capacity and never makes a peer slower; any number of peers from p00 on
+// are spread about evenly over [0, 1); and p00, which stays honest, is the
+// fastest.
+func spread(i int) float64 {
+	const golden = 0.6180339887498949 // 1/φ
+	_, frac := math.Modf(float64(i) * golden)
+	return frac
 }

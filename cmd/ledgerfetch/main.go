@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 
@@ -46,6 +47,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 		return exitUsage
+	}
+	if o.connect != nil {
+		if err := resolveAll(ctx, o.connect, net.DefaultResolver.LookupHost); err != nil {
+			fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
+			return exitUsage
+		}
 	}
 	src, err := loadSource(o)
 	if err != nil {
@@ -82,11 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		var v any = results
-		if len(results) == 1 {
-			v = results[0]
-		}
-		if err := enc.Encode(v); err != nil {
+		if err := enc.Encode(newJSONReport(results)); err != nil {
 			fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 			return exitIncomplete
 		}
@@ -156,9 +159,10 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		return nil, err
 	}
 	rep, err := fetchRun(ctx)
+	events := net.events()
 	net.close()
 	stop()
-	res := newResult(rep, o, roles, err)
+	res := newResult(rep, o, roles, events, err)
 	res.noteStore(o, store)
 	if src.header != nil {
 		res.checkAccountHash(o, src, store, rep.Complete)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -15,16 +14,12 @@ import (
 	"github.com/peersched/peersched/tcpnet"
 )
 
-// Chaos: some peer goes down every chaosEvery on average, whatever the
-// number of peers, and stays down for chaosMeanDown on average (both
-// exponentially distributed).
-const (
-	chaosEvery    = 250 * time.Millisecond
-	chaosMeanDown = 300 * time.Millisecond
-)
-
 // network is a set of running peers, wired to a host.
 type network interface {
+	// events stops injecting faults (-chaos over TCP; simulated outages
+	// stop only at close) and returns what happened to each peer so far
+	// (see peerEvents.snapshot).
+	events() map[string]peerCounts
 	// close stops the peers (disconnecting them from the host) and waits
 	// for every goroutine they started.
 	close()
@@ -34,7 +29,7 @@ type network interface {
 // and waits until they have all connected, so that both strategies start
 // from the same place. It returns the roles of in-process peers, by ID.
 func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.Host, warn func(string)) (network, map[peer.ID]role, error) {
-	ready := &readyHost{Host: withLimits(host, o), want: o.peers, ready: make(chan struct{})}
+	ready := &readyHost{Host: withLimits(host, o), want: o.peers, ready: make(chan struct{}), events: newPeerEvents()}
 	var net network
 	roles := map[peer.ID]role{}
 	switch {
@@ -43,16 +38,26 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 		for _, addr := range o.connect {
 			client.Add(peer.ID(addr), addr)
 		}
-		net = &tcpNetwork{client: client}
+		net = &tcpNetwork{client: client, counts: ready.events}
 	case o.transport == "mem":
 		peers := demoPeers(o, l.Len())
 		sim, err := simnet.New(simnet.Config{
-			Ledger:       l,
-			Seed:         o.seed,
-			Deliver:      func(from peer.ID, id peer.RequestID, r any) { _ = host.Deliver(from, id, r) },
-			Refuse:       refusalsTo(host),
-			OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
-			OnReconnect:  func(p *simnet.Peer) { _ = ready.Host.Connect(p, o.peerChannels()) },
+			Ledger:  l,
+			Seed:    o.seed,
+			Deliver: func(from peer.ID, id peer.RequestID, r any) { _ = host.Deliver(from, id, r) },
+			Refuse:  refusalsTo(host),
+			OnDisconnect: func(p *simnet.Peer) {
+				if o.chaos {
+					ready.events.killed(p.ID())
+				}
+				_ = ready.Disconnect(p.ID())
+			},
+			OnReconnect: func(p *simnet.Peer) {
+				if o.chaos {
+					ready.events.restarted(p.ID(), nil)
+				}
+				_ = ready.Connect(p, o.peerChannels())
+			},
 		})
 		if err != nil {
 			return nil, nil, err
@@ -68,13 +73,13 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 				return nil, nil, err
 			}
 		}
-		net = memNetwork{sim}
+		net = memNetwork{sim, ready.events}
 	default:
 		peers := demoPeers(o, l.Len())
-		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()})}
+		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()}), counts: ready.events}
 		for i, dp := range peers {
 			roles[dp.id] = dp.role
-			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(o.chaos), Seed: o.seed + uint64(i)})
+			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(), Seed: o.seed + uint64(i)})
 			if err == nil {
 				err = s.Listen("127.0.0.1:0")
 			}
@@ -82,11 +87,11 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 				tn.close()
 				return nil, nil, fmt.Errorf("peer %s: %w", dp.id, err)
 			}
-			tn.servers = append(tn.servers, s)
+			tn.servers, tn.serverIDs = append(tn.servers, s), append(tn.serverIDs, dp.id)
 			tn.client.Add(dp.id, s.Addr())
 		}
 		if o.chaos {
-			tn.startChaos(o.seed)
+			tn.startChaos(o.seed, ready.events)
 		}
 		net = tn
 	}
@@ -105,11 +110,12 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 	if o.connect == nil || n == 0 {
 		net.close()
 		if o.connect != nil {
-			return nil, nil, fmt.Errorf("could not connect to any peer within %v (%s)", o.wait, strings.Join(o.connect, ", "))
+			return nil, nil, fmt.Errorf("could not connect to any peer within %v (-wait):\n  %s", o.wait, strings.Join(dialFailures(o.connect, ready.events.everConnected), "\n  "))
 		}
 		return nil, nil, fmt.Errorf("only %d of %d in-process peers connected within %v", n, o.peers, o.wait)
 	}
-	warn(fmt.Sprintf("only %d of %d peers connected within %v; fetching from those", n, o.peers, o.wait))
+	warn(fmt.Sprintf("only %d of %d peers connected within %v (-wait); fetching from those. Not connected:\n  %s", n, o.peers, o.wait,
+		strings.Join(dialFailures(o.connect, ready.events.everConnected), "\n  ")))
 	return net, roles, nil
 }
 
@@ -127,12 +133,13 @@ func refusalsTo(host tcpnet.Host) func(from peer.ID, id peer.RequestID) {
 	return func(from peer.ID, id peer.RequestID) { _ = r.Refuse(from, id) }
 }
 
-// readyHost passes everything to its Host and closes ready once want peers
-// have connected.
+// readyHost passes everything to its Host, closes ready once want peers
+// have connected, and counts every connection and disconnection in events.
 type readyHost struct {
 	tcpnet.Host
-	want  int
-	ready chan struct{}
+	want   int
+	ready  chan struct{}
+	events *peerEvents
 
 	mu sync.Mutex
 	n  int // guarded by mu
@@ -142,6 +149,7 @@ func (h *readyHost) Connect(p peer.Peer, channels int) error {
 	if err := h.Host.Connect(p, channels); err != nil {
 		return err
 	}
+	h.events.connected(p.ID())
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.n++
@@ -151,66 +159,57 @@ func (h *readyHost) Connect(p peer.Peer, channels int) error {
 	return nil
 }
 
+func (h *readyHost) Disconnect(id peer.ID) error {
+	err := h.Host.Disconnect(id)
+	if err == nil {
+		h.events.disconnected(id)
+	}
+	return err
+}
+
 func (h *readyHost) connected() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n
 }
 
-type memNetwork struct{ sim *simnet.Network }
+type memNetwork struct {
+	sim    *simnet.Network
+	counts *peerEvents
+}
 
-func (m memNetwork) close() { m.sim.Close() }
+func (m memNetwork) events() map[string]peerCounts { return m.counts.snapshot() }
+func (m memNetwork) close()                        { m.sim.Close() }
 
 // tcpNetwork is in-process servers (none with -connect) and the client
 // connected to them.
 type tcpNetwork struct {
 	servers   []*tcpnet.Server
+	serverIDs []peer.ID // the peer each server is, by index
 	client    *tcpnet.Client
+	counts    *peerEvents
 	stopChaos chan struct{}
 	chaosDone chan struct{}
 }
 
-func (n *tcpNetwork) close() {
+func (n *tcpNetwork) events() map[string]peerCounts {
+	n.stopFaults()
+	return n.counts.snapshot()
+}
+
+// stopFaults stops the chaos, if any, so that it kills no more peers.
+func (n *tcpNetwork) stopFaults() {
 	if n.stopChaos != nil {
 		close(n.stopChaos)
 		<-n.chaosDone
+		n.stopChaos = nil
 	}
+}
+
+func (n *tcpNetwork) close() {
+	n.stopFaults()
 	n.client.Close()
 	for _, s := range n.servers {
 		s.Close()
 	}
-}
-
-// startChaos kills a random server now and then and restarts it shortly
-// after, at the rates of the chaos constants, until close. One server is
-// down at a time.
-func (n *tcpNetwork) startChaos(seed uint64) {
-	n.stopChaos, n.chaosDone = make(chan struct{}), make(chan struct{})
-	rng := rand.New(rand.NewPCG(seed, 0x6368616f73)) // "chaos"
-	exp := func(mean time.Duration) time.Duration { return time.Duration(rng.ExpFloat64() * float64(mean)) }
-	go func() {
-		defer close(n.chaosDone)
-		t := time.NewTimer(time.Hour)
-		defer t.Stop()
-		wait := func(d time.Duration) bool {
-			t.Reset(d)
-			select {
-			case <-t.C:
-				return true
-			case <-n.stopChaos:
-				return false
-			}
-		}
-		for {
-			if !wait(exp(chaosEvery)) {
-				return
-			}
-			s := n.servers[rng.IntN(len(n.servers))]
-			s.Kill()
-			if !wait(exp(chaosMeanDown)) {
-				return
-			}
-			_ = s.Restart() // fails only if the port was taken meanwhile: the peer stays dead
-		}
-	}()
 }

@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/timeouts"
 )
 
 // options are the command line, parsed and checked.
@@ -53,7 +55,9 @@ scheduler, checking every object against its hash, and reports how it went.
 With no flags it generates a ledger of 200,000 objects, starts 16 peers in this
 process serving it over TCP on 127.0.0.1 (varied latency; one slow peer; one
 that drops its connection midway and comes back; one that misbehaves) and
-fetches it. It exits 0 only if every object arrived and verified.
+fetches it. With fewer peers fewer get those roles: more than half stay
+honest, and none misbehaves below 4 unless -misbehave says so. It exits 0
+only if every object arrived and verified.
 
 With -ledger it serves and fetches a real XRP Ledger ledger instead (a JSON
 file of its header and state, as the README describes, such as mainnet
@@ -71,15 +75,15 @@ Flags:
 	fs.IntVar(&o.peers, "peers", 16, "in-process peers to start")
 	fs.IntVar(&o.channels, "channels", 0, "requests each peer may have in flight: 0 adapts each peer's limit to how it answers (Vegas; the peer set uses 4), N fixes it at N")
 	fs.IntVar(&o.batch, "batch", 64, "object hashes per request")
-	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied, none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
+	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied (each peer its own median, from 5ms for p00 up to 35ms, the same whatever -peers is), none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
 	fs.Float64Var(&o.loss, "loss", 0, "probability that a peer silently drops a request")
 	fs.BoolVar(&o.chaos, "chaos", false, "kill peers at random moments during the fetch and restart them shortly after")
-	fs.IntVar(&o.misbehave, "misbehave", 1, "peers that misbehave: spoofed request IDs, duplicates, corrupt objects, wrong types")
+	fs.IntVar(&o.misbehave, "misbehave", 0, "peers that misbehave: spoofed request IDs, duplicates, corrupt objects, wrong types (unless given: 1 with 4 peers or more, none with fewer, where one would be a large share of the peers)")
 	fs.StringVar(&o.transport, "transport", "tcp", "tcp (real sockets on 127.0.0.1) or mem (simulated peers on the real clock)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the ledger and of every random choice")
-	fs.BoolVar(&o.json, "json", false, "print the report as JSON on stdout (progress goes to stderr)")
+	fs.BoolVar(&o.json, "json", false, `print the report as JSON on stdout (progress goes to stderr): {"runs": [one per strategy], "comparison": {...}, with -strategy both}`)
 	fs.StringVar(&strategy, "strategy", "scheduler", "scheduler, peerset (the fixed peer set the scheduler replaces), or both, one after the other")
-	fs.StringVar(&connect, "connect", "", "fetch from running ledgerpeers at these comma-separated addresses instead (their -objects and -seed must match)")
+	fs.StringVar(&connect, "connect", "", "fetch from running ledgerpeers at these comma-separated HOST:PORT addresses instead (their -objects and -seed must match; -peers, -chaos, -latency, -misbehave, -loss and -transport mem, which describe in-process peers, are refused with it)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "the longest a request may wait for its response (through the scheduler, a request to a peer whose response times are known waits their RTO, at least 500ms)")
 	fs.DurationVar(&o.stall, "stall", 20*time.Second, "give up when no object has verified for this long")
 	fs.DurationVar(&o.wait, "wait", 5*time.Second, "how long to wait for the peers to connect before fetching")
@@ -95,12 +99,41 @@ Flags:
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	bad := func(format string, args ...any) (options, error) {
-		return o, fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if err := o.check(given, latency, strategy, connect); err != nil {
+		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
+	if err := o.checkStore(root); err != nil {
+		return o, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	return o, nil
+}
+
+// misbehavingByDefault is how many peers misbehave when -misbehave is not
+// given: one, once there are enough peers (minPeersToMisbehave) that it is
+// a small share of them; none below, where it would be a third or more of
+// the peers and slow the fetch down more than it shows anything.
+func misbehavingByDefault(peers int) int {
+	if peers >= minPeersToMisbehave {
+		return 1
+	}
+	return 0
+}
+
+const minPeersToMisbehave = 4
+
+// flagsWithoutConnect are the flags that describe the in-process peers, and
+// so have no effect with -connect: the peers there run with their own.
+var flagsWithoutConnect = []string{"peers", "chaos", "latency", "misbehave", "loss"}
+
+// check completes o from the flags' strings and checks every value, each
+// error naming its flag and the reason. given holds the flags set on the
+// command line.
+func (o *options) check(given map[string]bool, latency, strategy, connect string) error {
 	var err error
 	if o.latency, err = parseLatency(latency); err != nil {
-		return bad("-latency: %v", err)
+		return fmt.Errorf("-latency %q: %w", latency, err)
 	}
 	switch strategy {
 	case "scheduler", "peerset":
@@ -108,52 +141,103 @@ Flags:
 	case "both":
 		o.strategy = []string{"scheduler", "peerset"}
 	default:
-		return bad("-strategy %q: want scheduler, peerset or both", strategy)
+		return fmt.Errorf("-strategy %q: want scheduler, peerset or both", strategy)
 	}
-	if connect != "" {
-		for _, a := range strings.Split(connect, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				o.connect = append(o.connect, a)
-			}
-		}
-		o.peers = len(o.connect)
+	if o.transport != "tcp" && o.transport != "mem" {
+		return fmt.Errorf("-transport %q: want tcp or mem", o.transport)
 	}
-	if root != "" {
-		if o.root, err = ledger.ParseHash(root); err != nil || o.root == (ledger.Hash{}) {
-			return bad("-root %q: want a ledger's root hash, 64 hex digits", root)
+	if given["connect"] {
+		if err := o.checkConnect(given, connect); err != nil {
+			return err
 		}
+	}
+	if !given["misbehave"] && o.connect == nil {
+		o.misbehave = misbehavingByDefault(o.peers)
 	}
 	switch {
-	case root != "" && o.connect == nil:
-		return bad("-root needs -connect: in-process peers serve the ledger this process generates")
-	case root != "" && o.ledger != "":
-		return bad("-root and -ledger both name the ledger: give one")
-	case o.expect != 0 && root == "":
-		return bad("-expect needs -root")
-	case o.expect < 0:
-		return bad("-expect %d: want a node count, or 0 for unknown", o.expect)
-	case o.store != "" && len(o.strategy) > 1:
-		return bad("-store with -strategy both: the second fetch would resume from the first's objects")
-	case o.transport != "tcp" && o.transport != "mem":
-		return bad("-transport %q: want tcp or mem", o.transport)
-	case o.connect != nil && o.transport != "tcp":
-		return bad("-connect needs -transport tcp")
 	case o.base != "" && o.ledger == "":
-		return bad("-base needs -ledger")
+		return fmt.Errorf("-base %q needs -ledger: it is the ledger that one starts from", o.base)
 	case o.objects < 1:
-		return bad("-objects %d: want at least 1", o.objects)
+		return fmt.Errorf("-objects %d: want at least 1", o.objects)
 	case o.peers < 1:
-		return bad("-peers %d: want at least 1", o.peers)
+		return fmt.Errorf("-peers %d: want at least 1", o.peers)
 	case o.channels < 0:
-		return bad("-channels %d: want 0 (adaptive) or a fixed count of at least 1", o.channels)
-	case o.batch < 1 || o.batch > 4096:
-		return bad("-batch %d: want 1 to 4096", o.batch)
+		return fmt.Errorf("-channels %d: want 0 (adaptive) or a fixed count of at least 1", o.channels)
+	case o.batch < 1 || o.batch > fetch.MaxBatch:
+		return fmt.Errorf("-batch %d: want 1 to %d (the most objects a peer sends in one answer)", o.batch, fetch.MaxBatch)
 	case !(o.loss >= 0 && o.loss <= 1):
-		return bad("-loss %v: want a probability", o.loss)
+		return fmt.Errorf("-loss %v: want a probability, from 0 to 1", o.loss)
 	case o.misbehave < 0 || o.misbehave > o.peers:
-		return bad("-misbehave %d: want 0 to the number of peers", o.misbehave)
-	case o.timeout <= 0 || o.stall <= 0 || o.wait <= 0:
-		return bad("-timeout, -stall and -wait must be positive")
+		return fmt.Errorf("-misbehave %d: want 0 to the number of peers (-peers %d)", o.misbehave, o.peers)
 	}
-	return o, nil
+	if err := checkDurations(o.timeout, o.stall, o.wait); err != nil {
+		return err
+	}
+	return checkOpenFiles(o.peers, o.filesPerPeer(), openFileLimit())
+}
+
+// checkConnect checks -connect's addresses (their form: that their hosts
+// resolve is checked before dialling, by resolveAll) and that no flag that
+// only describes in-process peers was given with it.
+func (o *options) checkConnect(given map[string]bool, connect string) error {
+	for _, a := range strings.Split(connect, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			o.connect = append(o.connect, a)
+		}
+	}
+	if len(o.connect) == 0 {
+		return fmt.Errorf("-connect %q: no address; want HOST:PORT, or several separated by commas", connect)
+	}
+	for _, name := range flagsWithoutConnect {
+		if given[name] {
+			return fmt.Errorf("-%s has no effect with -connect: it describes the in-process peers, and the peers at -connect's addresses run as their own flags say", name)
+		}
+	}
+	if o.transport != "tcp" {
+		return fmt.Errorf("-transport %s has no effect with -connect, which always fetches over tcp", o.transport)
+	}
+	if err := checkAddrs(o.connect); err != nil {
+		return err
+	}
+	o.peers = len(o.connect)
+	return nil
+}
+
+// The bounds of the duration flags.
+const (
+	// minTimeout is the timeout clock's granularity: a request's deadline
+	// is computed in its steps.
+	minTimeout = timeouts.DefaultGranularity
+	// minStall is how often the fetch checks for a stall (progressEvery):
+	// a shorter -stall would still wait that long, and then report a stall
+	// of however long it had been.
+	minStall = progressEvery
+)
+
+// checkDurations checks -timeout, -stall and -wait, each on its own.
+func checkDurations(timeout, stall, wait time.Duration) error {
+	switch {
+	case timeout < minTimeout:
+		return fmt.Errorf("-timeout %v: want at least %v, the granularity of request deadlines", timeout, minTimeout)
+	case timeout > timeouts.MaxDeadline:
+		return fmt.Errorf("-timeout %v: want at most %v", timeout, timeouts.MaxDeadline)
+	case stall < minStall:
+		return fmt.Errorf("-stall %v: want at least %v, how often the fetch checks for a stall", stall, minStall)
+	case wait <= 0:
+		return fmt.Errorf("-wait %v: want a positive time to wait for the peers to connect", wait)
+	}
+	return nil
+}
+
+// filesPerPeer is how many open files each peer costs this process: over
+// TCP in-process, a listener and both ends of its connection; with
+// -connect, the one connection; simulated, none.
+func (o options) filesPerPeer() int {
+	switch {
+	case o.connect != nil:
+		return 1
+	case o.transport == "tcp":
+		return 3
+	}
+	return 0
 }

@@ -45,8 +45,8 @@ func (p *progressPrinter) show(pr fetch.Progress) {
 	if total > 0 {
 		pct = 100 * float64(pr.Verified) / float64(total)
 	}
-	line := fmt.Sprintf("%s%s/%s objects %5.1f%%  %s obj/s  in flight %d  peers %d/%d  retries %s",
-		p.label, commas(pr.Verified), commas(total), pct, commas(int(pr.Rate)), pr.InFlight, pr.Peers, p.peers, commas(pr.Retries))
+	line := fmt.Sprintf("[%5.1fs] %s%s/%s objects %5.1f%%  %s obj/s  in flight %d of %d channels  peers %d/%d  retries %s",
+		pr.Elapsed.Seconds(), p.label, commas(pr.Verified), commas(total), pct, commas(int(pr.Rate)), pr.InFlight, pr.Channels, pr.Peers, p.peers, commas(pr.Retries))
 	if p.tty {
 		pad := max(p.maxLen-len(line), 0)
 		p.maxLen = max(p.maxLen, len(line))
@@ -57,7 +57,7 @@ func (p *progressPrinter) show(pr fetch.Progress) {
 		return
 	}
 	if pr.Elapsed >= p.next || (pr.Done && !p.shown) {
-		fmt.Fprintf(p.w, "[%5.1fs] %s\n", pr.Elapsed.Seconds(), line)
+		fmt.Fprintln(p.w, line)
 		p.next = pr.Elapsed.Truncate(time.Second) + time.Second
 		p.shown = true
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -27,11 +26,7 @@ type realReport struct {
 
 func decodeReal(t *testing.T, stdout string) realReport {
 	t.Helper()
-	var r realReport
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatalf("stdout is not one JSON report: %v\n%s", err, stdout)
-	}
-	return r
+	return decodeOne[realReport](t, stdout)
 }
 
 // TestRealLedger: -ledger serves and fetches ledger 38129 on every transport

@@ -19,10 +19,13 @@ type result struct {
 	Channels  int               `json:"channels"`   // per peer; 0: each peer's limit adapted (the scheduler's default)
 	Batch     int               `json:"batch"`
 	Seed      uint64            `json:"seed"`
-	Bound     float64           `json:"bound_objects_per_second"` // peers × channels × batch / mean RTT
-	Utilised  float64           `json:"utilisation"`              // objects_per_second / bound
-	Roles     map[string]string `json:"roles,omitempty"`          // in-process peers' roles
-	Error     string            `json:"error,omitempty"`
+	Roles     map[string]string `json:"roles,omitempty"` // in-process peers' roles
+	Chaos     bool              `json:"chaos"`           // -chaos: peers were killed and restarted at random
+	// Events is, by peer, what -chaos did to it and how often the host saw
+	// it disconnect, until the fetch ended; peers nothing happened to are
+	// left out.
+	Events map[string]peerCounts `json:"peer_events,omitempty"`
+	Error  string                `json:"error,omitempty"`
 
 	// For a real ledger (-ledger): the file, the ledger, and whether the
 	// state rebuilt from the fetched (and reused) nodes has its
@@ -76,17 +79,14 @@ func (r *result) checkAccountHash(o options, src source, got fetch.Store, comple
 }
 
 // newResult completes rep with the setup o describes.
-func newResult(rep fetch.Report, o options, roles map[peer.ID]role, err error) result {
-	r := result{Report: rep, Transport: o.transport, PeerCount: o.peers, Channels: o.channels, Batch: o.batch, Seed: o.seed, roleByPeer: roles}
+func newResult(rep fetch.Report, o options, roles map[peer.ID]role, events map[string]peerCounts, err error) result {
+	r := result{Report: rep, Transport: o.transport, PeerCount: o.peers, Channels: o.channels, Batch: o.batch, Seed: o.seed,
+		Chaos: o.chaos, Events: events, roleByPeer: roles}
 	if rep.Strategy == "peerset" {
 		r.Channels = o.peerChannels() // the peer set's channels are always fixed
 	}
 	if o.connect != nil {
 		r.Transport = "tcp (external peers)"
-	}
-	if rtt := time.Duration(rep.MeanRTT); rtt > 0 && r.Channels > 0 {
-		r.Bound = float64(o.peers*r.Channels*o.batch) / rtt.Seconds()
-		r.Utilised = rep.Rate / r.Bound
 	}
 	if len(roles) > 0 {
 		r.Roles = map[string]string{}
@@ -141,12 +141,13 @@ func writeReport(w io.Writer, r result) {
 		commas(r.Timeouts), commas(r.Refused), commas(r.Disconnects), commas(r.BadResponses), commas(r.SendErrors))
 	fmt.Fprintf(w, "  asked again  %s objects (%s missing, %s corrupt, the rest in failed requests)\n",
 		commas(r.Retries), commas(r.Missing), commas(r.Corrupt))
+	writeEvents(w, r)
 	d := r.Dropped
 	fmt.Fprintf(w, "  dropped      %s duplicate, %s late, %s of the wrong type, %s spoofed (%s wrong peer, %s unknown ID) responses\n",
 		commas(d.Duplicate), commas(d.Late), commas(d.WrongType), commas(d.Spoofed), commas(d.WrongPeer), commas(d.Unknown))
 	if r.Bound > 0 {
-		fmt.Fprintf(w, "  utilisation  %.0f%% of %d peers x %d channels x %d objects / %s mean RTT = %s objects/s\n",
-			100*r.Utilised, r.PeerCount, r.Channels, r.Batch, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))
+		fmt.Fprintf(w, "  utilisation  %.0f%% of %.1f channels (the peers', mean over the fetch) x %d objects / %s mean RTT = %s objects/s, the most those channels carry\n",
+			100*r.Utilisation, r.Report.Channels, r.Batch, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))
 	}
 	fmt.Fprintf(w, "\n  %-22s %-9s %8s %8s %8s %9s %9s %9s %6s\n", "peer", "role", "requests", "failures", "bad objs", "p50", "p99", "objects", "share")
 	for _, p := range r.Peers {
@@ -159,16 +160,81 @@ func writeReport(w io.Writer, r result) {
 	}
 }
 
+// writeEvents prints what -chaos did to each peer, and the disconnections
+// the host saw, which cause the failures "by disconnection".
+func writeEvents(w io.Writer, r result) {
+	var total peerCounts
+	for _, c := range r.Events {
+		total.Kills += c.Kills
+		total.Restarts += c.Restarts
+		total.FailedRestarts += c.FailedRestarts
+		total.Disconnections += c.Disconnections
+	}
+	if r.Chaos {
+		fmt.Fprintf(w, "  chaos        %s kills and %s restarts injected (%s failed); the host saw %s disconnections, which failed %s requests\n",
+			commas(total.Kills), commas(total.Restarts), commas(total.FailedRestarts), commas(total.Disconnections), commas(r.Disconnects))
+	} else if total.Disconnections > 0 {
+		fmt.Fprintf(w, "  disconnects  the host saw %s disconnections, which failed %s requests\n", commas(total.Disconnections), commas(r.Disconnects))
+	}
+	for _, id := range sortedPeers(r.Events) {
+		c := r.Events[id]
+		if r.Chaos {
+			fmt.Fprintf(w, "    %-22s killed %d, restarted %d, failed to restart %d, disconnected %d\n", id, c.Kills, c.Restarts, c.FailedRestarts, c.Disconnections)
+		} else {
+			fmt.Fprintf(w, "    %-22s disconnected %d\n", id, c.Disconnections)
+		}
+	}
+}
+
+// jsonReport is what -json prints, whatever the strategy: every run's
+// result, in the order they ran, and, when two ran (-strategy both), how
+// they compare.
+type jsonReport struct {
+	Runs       []result    `json:"runs"`
+	Comparison *comparison `json:"comparison,omitempty"`
+}
+
+func newJSONReport(results []result) jsonReport {
+	return jsonReport{Runs: results, Comparison: compare(results)}
+}
+
+// comparison is how two fetches of the same ledger from the same peers
+// compare: the first's and the second's wall time and rate and, if both
+// completed, the first's rate over the second's.
+type comparison struct {
+	Strategies []string         `json:"strategies"`
+	Wall       []fetch.Duration `json:"wall_seconds"`
+	Rate       []float64        `json:"objects_per_second"`
+	Speedup    float64          `json:"speedup,omitempty"` // Rate[0] / Rate[1]; absent unless both completed
+}
+
+// compare returns the comparison of results, or nil unless there are two.
+func compare(results []result) *comparison {
+	if len(results) != 2 {
+		return nil
+	}
+	c := &comparison{}
+	for _, r := range results {
+		c.Strategies = append(c.Strategies, r.Strategy)
+		c.Wall = append(c.Wall, r.Wall)
+		c.Rate = append(c.Rate, r.Rate)
+	}
+	if results[0].Complete && results[1].Complete && c.Rate[1] > 0 {
+		c.Speedup = c.Rate[0] / c.Rate[1]
+	}
+	return c
+}
+
 // writeComparison prints how the strategies' fetches compare.
 func writeComparison(w io.Writer, results []result) {
-	if len(results) != 2 {
+	c := compare(results)
+	if c == nil {
 		return
 	}
-	a, b := results[0], results[1]
 	fmt.Fprintf(w, "\ncomparison, same ledger and peers: %s %s (%s objects/s), %s %s (%s objects/s)",
-		a.Strategy, dur(time.Duration(a.Wall)), commas(int(a.Rate)), b.Strategy, dur(time.Duration(b.Wall)), commas(int(b.Rate)))
-	if a.Complete && b.Complete && b.Rate > 0 {
-		fmt.Fprintf(w, ": %s is %.1fx as fast\n", a.Strategy, a.Rate/b.Rate)
+		c.Strategies[0], dur(time.Duration(c.Wall[0])), commas(int(c.Rate[0])), c.Strategies[1], dur(time.Duration(c.Wall[1])), commas(int(c.Rate[1])))
+	if c.Speedup > 0 {
+		fmt.Fprintf(w, ": %s is %.1fx as fast\n", c.Strategies[0], c.Speedup)
 	} else {
 		fmt.Fprintln(w)
 	}

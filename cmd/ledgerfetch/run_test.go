@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/tcpnet"
 )
@@ -19,6 +20,12 @@ import (
 var small = []string{"-objects", "3000", "-peers", "5", "-channels", "2", "-batch", "16", "-timeout", "1s", "-stall", "15s", "-latency", "uniform:1ms-4ms"}
 
 func args(extra ...string) []string { return append(append([]string(nil), small...), extra...) }
+
+// connectArgs is small without the flags of in-process peers, which
+// -connect refuses.
+func connectArgs(extra ...string) []string {
+	return append([]string{"-objects", "3000", "-channels", "2", "-batch", "16", "-timeout", "1s", "-stall", "15s"}, extra...)
+}
 
 // runCmd runs the command with a bounded context and returns its exit code
 // and outputs.
@@ -44,6 +51,8 @@ type decoded struct {
 	Transport   string  `json:"transport"`
 	PeerCount   int     `json:"peer_count"`
 	Utilised    float64 `json:"utilisation"`
+	Bound       float64 `json:"bound_objects_per_second"`
+	Channels    float64 `json:"channels_mean"`
 	Error       string  `json:"error"`
 	Dropped     struct {
 		Spoofed int `json:"spoofed"`
@@ -55,6 +64,27 @@ type decoded struct {
 		P50     float64 `json:"p50_seconds"`
 	} `json:"peers"`
 	Roles map[string]string `json:"roles"`
+}
+
+// runs is the JSON report's shape, whatever the strategies.
+type runs[T any] struct {
+	Runs       []T `json:"runs"`
+	Comparison *struct {
+		Strategies []string  `json:"strategies"`
+		Wall       []float64 `json:"wall_seconds"`
+		Rate       []float64 `json:"objects_per_second"`
+		Speedup    float64   `json:"speedup"`
+	} `json:"comparison"`
+}
+
+// decodeOne decodes a JSON report of one run.
+func decodeOne[T any](t *testing.T, stdout string) T {
+	t.Helper()
+	var r runs[T]
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || len(r.Runs) != 1 || r.Comparison != nil {
+		t.Fatalf("stdout is not a JSON report of one run (%v):\n%s", err, stdout)
+	}
+	return r.Runs[0]
 }
 
 func smallLedger(t *testing.T, seed uint64) *ledger.Ledger {
@@ -93,10 +123,7 @@ func TestJSONBothTransports(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("exit %d\nstderr: %s", code, stderr)
 			}
-			var d decoded
-			if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-				t.Fatalf("stdout is not one JSON report: %v\n%s", err, stdout)
-			}
+			d := decodeOne[decoded](t, stdout)
 			checkComplete(t, d, l, transport)
 			if d.Strategy != "scheduler" || d.PeerCount != 5 || len(d.Roles) != 5 || d.Roles["p04"] != "misbehave" {
 				t.Fatalf("report %+v", d)
@@ -127,23 +154,104 @@ func TestBothStrategiesText(t *testing.T) {
 	}
 }
 
-// TestChaos: peers killed and restarted during the fetch do not stop it.
-// (Whether a kill falls within so short a fetch is up to the clock; the
-// kills themselves are tested in tcpnet and fetch.)
-func TestChaos(t *testing.T) {
+// TestBothStrategiesJSON: -strategy both -json prints the shape one
+// strategy does, an object with both runs, and the comparison.
+func TestBothStrategiesJSON(t *testing.T) {
+	code, stdout, stderr := runCmd(t, args("-strategy", "both", "-transport", "mem", "-json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	var r runs[decoded]
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	if len(r.Runs) != 2 || r.Runs[0].Strategy != "scheduler" || r.Runs[1].Strategy != "peerset" {
+		t.Fatalf("runs %+v", r.Runs)
+	}
+	for _, d := range r.Runs {
+		checkComplete(t, d, smallLedger(t, 1), "mem")
+		if d.Channels <= 0 || d.Bound <= 0 {
+			t.Errorf("%s: no bound: %+v", d.Strategy, d)
+		}
+	}
+	c := r.Comparison
+	if c == nil || strings.Join(c.Strategies, ",") != "scheduler,peerset" || len(c.Wall) != 2 || c.Rate[0] != r.Runs[0].Rate ||
+		c.Rate[1] != r.Runs[1].Rate || c.Speedup != r.Runs[0].Rate/r.Runs[1].Rate {
+		t.Fatalf("comparison %+v of runs %+v", c, r.Runs)
+	}
+}
+
+// chaosRun is the part of a -chaos report that TestChaosReport checks.
+type chaosRun struct {
+	decoded
+	Chaos       bool                  `json:"chaos"`
+	Events      map[string]peerCounts `json:"peer_events"`
+	PeerDetails []struct {
+		ID       string `json:"id"`
+		Failures int    `json:"failures"`
+	} `json:"peers"`
+}
+
+// TestChaosReport: peers killed and restarted during the fetch do not stop
+// it, and the report says what -chaos did: each peer's kills and restarts,
+// each kill seen by the host as one disconnection, no other disconnection,
+// and requests failed only on peers that were killed (no peer misbehaves
+// here, loses anything, or drops on its own). The ledger is big enough, and the
+// latency long enough, that kills fall within the fetch.
+func TestChaosReport(t *testing.T) {
 	for _, transport := range []string{"mem", "tcp"} {
 		t.Run(transport, func(t *testing.T) {
-			code, stdout, stderr := runCmd(t, args("-transport", transport, "-chaos", "-json", "-latency", "varied")...)
+			code, stdout, stderr := runCmd(t, args("-transport", transport, "-chaos", "-json", "-objects", "20000", "-latency", "fixed:10ms", "-misbehave", "0")...)
 			if code != 0 {
 				t.Fatalf("exit %d\nstderr: %s", code, stderr)
 			}
-			var d decoded
-			if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-				t.Fatal(err)
+			d := decodeOne[chaosRun](t, stdout)
+			kills := 0
+			for id, c := range d.Events {
+				kills += c.Kills
+				if c.Disconnections != c.Kills || c.Restarts+c.FailedRestarts > c.Kills || c.Restarts+c.FailedRestarts < c.Kills-1 {
+					t.Errorf("%s: %+v: every kill one disconnection, and a restart for each but perhaps the last", id, c)
+				}
 			}
-			checkComplete(t, d, smallLedger(t, 1), transport)
-			t.Logf("%d requests failed by disconnection", d.Disconnects)
+			if !d.Chaos || kills == 0 {
+				t.Fatalf("chaos %v, %d kills: %+v", d.Chaos, kills, d.Events)
+			}
+			for _, p := range d.PeerDetails {
+				if p.Failures > 0 && d.Events[p.ID].Kills == 0 {
+					t.Errorf("%s: %d failures, never killed", p.ID, p.Failures)
+				}
+			}
+			for id, ro := range d.Roles {
+				if ro != "honest" && ro != "slow" {
+					t.Errorf("%s is %s under chaos", id, ro)
+				}
+			}
+			t.Logf("%d kills, %d requests failed by disconnection: %+v", kills, d.Disconnects, d.Events)
 		})
+	}
+}
+
+// TestReportPrintsChaos: the text report says, under -chaos, what was
+// injected, what the host saw, and what it cost, peer by peer; without
+// -chaos, only the disconnections.
+func TestReportPrintsChaos(t *testing.T) {
+	events := map[string]peerCounts{"p03": {Kills: 2, Restarts: 1, FailedRestarts: 1, Disconnections: 2}, "p01": {Kills: 1, Restarts: 1, Disconnections: 1}}
+	var out strings.Builder
+	writeReport(&out, result{Report: fetch.Report{Strategy: "scheduler", Disconnects: 7}, Chaos: true, Events: events})
+	for _, want := range []string{
+		"  chaos        3 kills and 2 restarts injected (1 failed); the host saw 3 disconnections, which failed 7 requests\n" +
+			"    p01                    killed 1, restarted 1, failed to restart 0, disconnected 1\n" +
+			"    p03                    killed 2, restarted 1, failed to restart 1, disconnected 2\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks\n%s\nin\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	writeReport(&out, result{Report: fetch.Report{Strategy: "scheduler", Disconnects: 4}, Events: map[string]peerCounts{"p13": {Disconnections: 1}}})
+	if want := "  disconnects  the host saw 1 disconnections, which failed 4 requests\n    p13                    disconnected 1\n"; !strings.Contains(out.String(), want) ||
+		strings.Contains(out.String(), "chaos") {
+		t.Errorf("report lacks\n%s\nin\n%s", want, out.String())
 	}
 }
 
@@ -176,14 +284,11 @@ func serveLedger(t *testing.T, n int, l *ledger.Ledger) string {
 // TestConnect: -connect fetches from running peers.
 func TestConnect(t *testing.T) {
 	addrs := serve(t, 3, 1)
-	code, stdout, stderr := runCmd(t, args("-connect", addrs, "-json")...)
+	code, stdout, stderr := runCmd(t, connectArgs("-connect", addrs, "-json")...)
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
-	var d decoded
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil {
-		t.Fatal(err)
-	}
+	d := decodeOne[decoded](t, stdout)
 	checkComplete(t, d, smallLedger(t, 1), "tcp (external peers)")
 	if d.PeerCount != 3 || len(d.Peers) == 0 || !strings.Contains(addrs, d.Peers[0].ID) {
 		t.Fatalf("report %+v", d)
@@ -195,7 +300,7 @@ func TestConnect(t *testing.T) {
 // exits 1 and says what is missing and why, in text and in JSON.
 func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 	addrs := serve(t, 2, 2)
-	code, stdout, stderr := runCmd(t, args("-connect", addrs, "-stall", "1s")...)
+	code, stdout, stderr := runCmd(t, connectArgs("-connect", addrs, "-stall", "1s")...)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
@@ -212,11 +317,11 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 		t.Errorf("report does not say INCOMPLETE:\n%s", stdout)
 	}
 
-	code, stdout, _ = runCmd(t, args("-connect", addrs, "-stall", "1s", "-json")...)
-	var d decoded
-	if err := json.Unmarshal([]byte(stdout), &d); err != nil || code != 1 {
-		t.Fatalf("exit %d, %v:\n%s", code, err, stdout)
+	code, stdout, _ = runCmd(t, connectArgs("-connect", addrs, "-stall", "1s", "-json")...)
+	if code != 1 {
+		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
+	d := decodeOne[decoded](t, stdout)
 	if d.Complete || d.Objects != 0 || !strings.Contains(d.Error, "fetch incomplete") {
 		t.Fatalf("report %+v", d)
 	}
@@ -225,8 +330,9 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 // TestFailsWhenNoPeerAnswers: with nobody listening the command gives up
 // after -wait and says so.
 func TestFailsWhenNoPeerAnswers(t *testing.T) {
-	code, _, stderr := runCmd(t, args("-connect", "127.0.0.1:1", "-wait", "300ms")...)
-	if code != 1 || !strings.Contains(stderr, "could not connect to any peer") {
+	code, _, stderr := runCmd(t, connectArgs("-connect", "127.0.0.1:1", "-wait", "300ms")...)
+	if code != 1 || !strings.Contains(stderr, "could not connect to any peer within 300ms (-wait)") ||
+		!strings.Contains(stderr, "127.0.0.1:1: dial tcp 127.0.0.1:1: connect: connection refused") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/nodestore/pebblestore"
 )
 
@@ -64,4 +65,29 @@ func (r *result) noteStore(o options, s *nodeStore) {
 	if o.store != "" {
 		r.StoreDir = s.dir
 	}
+}
+
+// checkStore completes o from -root's string and checks -store, -root and
+// -expect against the other flags.
+func (o *options) checkStore(root string) error {
+	if root != "" {
+		h, err := ledger.ParseHash(root)
+		if err != nil || h == (ledger.Hash{}) {
+			return fmt.Errorf("-root %q: want a ledger's root hash, 64 hex digits, as ledgerpeer prints it", root)
+		}
+		o.root = h
+	}
+	switch {
+	case root != "" && o.connect == nil:
+		return fmt.Errorf("-root needs -connect: in-process peers serve the ledger this process generates from -objects and -seed")
+	case root != "" && o.ledger != "":
+		return fmt.Errorf("-root and -ledger both name the ledger: give one")
+	case o.expect != 0 && root == "":
+		return fmt.Errorf("-expect %d needs -root: without it the ledger is generated here, and its node count known", o.expect)
+	case o.expect < 0:
+		return fmt.Errorf("-expect %d: want the ledger's node count, or 0 for unknown", o.expect)
+	case o.store != "" && o.store != memStore && len(o.strategy) > 1:
+		return fmt.Errorf("-store %s with -strategy both: the second fetch would resume from the first's objects; give one strategy", o.store)
+	}
+	return nil
 }

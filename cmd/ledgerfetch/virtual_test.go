@@ -12,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/internal/race"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
@@ -129,7 +130,7 @@ func TestSchedulerBeatsPeersetInVirtualTime(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", strategy, err)
 				}
-				results = append(results, newResult(rep, o, nil, nil))
+				results = append(results, newResult(rep, o, nil, nil, nil))
 			}
 			var out bytes.Buffer
 			for _, r := range results {
@@ -142,5 +143,49 @@ func TestSchedulerBeatsPeersetInVirtualTime(t *testing.T) {
 				t.Errorf("scheduler %.0f objects/s, peerset %.0f: want the scheduler at least 1.5 times as fast", s, p)
 			}
 		})
+	}
+}
+
+// TestMorePeersNoSlowerInVirtualTime: on the demo's peers with the default
+// flags but -peers, in virtual time (so that no other load on the machine
+// can disturb it), the fetch through the scheduler takes no longer as
+// peers are added: 1, 2, 4, 8, 16. LEDGERFETCH_OBJECTS sets the ledger's
+// size (default 200,000, the command's; on ledgers of 50,000 and less the
+// tail, where one request to the slow peer costs a tenth of the fetch,
+// decides more than the peers' number); -v prints each run's time. -short
+// skips it.
+func TestMorePeersNoSlowerInVirtualTime(t *testing.T) {
+	switch {
+	case testing.Short():
+		t.Skip("five fetches of 200,000 objects; skipped with -short")
+	case race.Enabled:
+		// Its outcome is exact, and the same fetches run under -race
+		// elsewhere; .ci/run runs it without -race.
+		t.Skip("five fetches of 200,000 objects take minutes under -race; run it without: go test ./cmd/ledgerfetch -run TestMorePeersNoSlowerInVirtualTime")
+	}
+	objects := "200000"
+	if s := os.Getenv("LEDGERFETCH_OBJECTS"); s != "" {
+		objects = s
+	}
+	var prev time.Duration
+	for _, n := range []int{1, 2, 4, 8, 16} {
+		o, err := parseOptions([]string{"-transport", "mem", "-objects", objects, "-peers", strconv.Itoa(n)}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := ledger.Generate(o.seed, o.objects)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := virtualFetch(t, o, l, "scheduler")
+		if err != nil {
+			t.Fatalf("-peers %d: %v", n, err)
+		}
+		wall := time.Duration(rep.Wall)
+		t.Logf("-peers %2d: %v virtual, %.0f objects/s, %d timeouts, %d misbehaving", n, wall, rep.Rate, rep.Timeouts, o.misbehave)
+		if prev > 0 && wall > prev {
+			t.Errorf("-peers %d: %v, slower than %v with fewer peers", n, wall, prev)
+		}
+		prev = wall
 	}
 }

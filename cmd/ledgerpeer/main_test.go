@@ -74,13 +74,34 @@ func TestServesUntilInterrupted(t *testing.T) {
 	}
 }
 
+// TestBadFlags: a bad flag value exits 2 with a message that names the flag
+// and the reason; an address that cannot be served exits 1.
 func TestBadFlags(t *testing.T) {
-	for _, a := range [][]string{{"-objects", "0"}, {"-latency", "1ms", "-jitter", "2ms"}, {"-loss", "2"}, {"extra"}, {"-ledger", "no-such-ledger.json"}} {
-		if code := run(context.Background(), a, io.Discard, io.Discard); code != 2 {
-			t.Errorf("%q: exit %d, want 2", a, code)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-objects", "0"}, "-objects 0: want at least 1"},
+		{[]string{"-latency", "-1s"}, "-latency -1s: want 0 or more"},
+		{[]string{"-jitter", "-1ms"}, "-jitter -1ms: want 0 or more"},
+		{[]string{"-latency", "1ms", "-jitter", "2ms"}, "-jitter 2ms: want at most -latency (1ms)"},
+		{[]string{"-loss", "2"}, "-loss 2: want a probability, from 0 to 1"},
+		{[]string{"-loss", "-0.1"}, "-loss -0.1: want a probability"},
+		{[]string{"-misbehave", "-0.5"}, "-misbehave -0.5: want a probability, from 0 to 1"},
+		{[]string{"-misbehave", "1.5"}, "-misbehave 1.5: want a probability"},
+		{[]string{"-misbehave", "NaN"}, "-misbehave NaN: want a probability"},
+		{[]string{"extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"-ledger", "no-such-ledger.json"}, `-ledger "no-such-ledger.json": `},
+		{[]string{"-seed", "x"}, `invalid value "x" for flag -seed`},
+	} {
+		var stderr strings.Builder
+		if code := run(context.Background(), c.args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
 		}
 	}
-	if code := run(context.Background(), []string{"-listen", "256.0.0.1:1", "-objects", "10"}, io.Discard, io.Discard); code != 1 {
-		t.Errorf("unusable address: exit %d, want 1", code)
+	var stderr strings.Builder
+	if code := run(context.Background(), []string{"-listen", "256.0.0.1:1", "-objects", "10"}, io.Discard, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), `-listen "256.0.0.1:1": `) {
+		t.Errorf("unusable address: exit %d, stderr %q; want 1 and the flag named", code, stderr.String())
 	}
 }
