@@ -10,6 +10,8 @@ import (
 
 	"github.com/peersched/peersched/hedge"
 	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/penalty"
 	"github.com/peersched/peersched/timeouts"
 )
 
@@ -103,6 +105,23 @@ type Config struct {
 	// checked. 0 means DefaultProgressEvery.
 	ProgressEvery time.Duration
 
+	// Penalty sets how the fetch judges peers by their answers (package
+	// penalty): a peer whose answer is mostly missing or corrupt objects
+	// gets no request until its back-off ends (doubling with each such
+	// answer in a row, with jitter seeded by Penalty.Seed), and after
+	// Penalty.Strikes of them in a row, if most objects it was asked for
+	// were bad, it is useless: the fetch sends it nothing more, names it in
+	// Report.Useless (and in the IncompleteError) with the reason, and
+	// calls Disconnect. The zero value uses package penalty's defaults.
+	Penalty penalty.Config
+	// Disconnect, if set, is called once for each peer the fetch judges
+	// useless, with the reason (a *penalty.UselessError), so that the host
+	// disconnects it and keeps it away (a transport that redials must not
+	// bring it back). It is called without the fetch's locks, from the
+	// goroutine of the callback or Deliver that judged the peer, and may
+	// call the scheduler or the Peerset (its Disconnect, say).
+	Disconnect func(id peer.ID, reason error)
+
 	// Priority is the scheduler priority of the fetch's sender (Run only).
 	Priority int
 	// SetSize is how many peers the Peerset strategy starts with. 0 means
@@ -154,6 +173,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	if _, err := hedge.NewBudget(c.hedging()); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
+	}
+	if _, err := penalty.New(c.Penalty); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	return c, nil

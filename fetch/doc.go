@@ -28,6 +28,18 @@
 //     with its own request IDs and its own timer per request, sending straight
 //     to peer.Peer.Send.
 //
+// Both judge every answer by what it holds (package penalty, set by
+// Config.Penalty): a peer whose answer is mostly missing or corrupt objects
+// is benched, getting no request until a back-off with jitter ends (Run's
+// sender is scheduled avoiding it, so its idle channels do not fill the
+// offers), which
+// doubles with each such answer in a row; after a threshold of them, if
+// most objects it was asked for were bad (it serves another ledger, say), it
+// is useless: it gets nothing more, is named with the reason in
+// Report.Useless and the IncompleteError, and is handed to
+// Config.Disconnect for the host to disconnect. So a peer with nothing for
+// the root costs a few requests, not one per round trip.
+//
 // Both finish when every node reachable from the root has arrived and
 // verified, or fail with an *IncompleteError that says how much is missing
 // and why. Given a Base (the nodes of an earlier ledger, say), either one

@@ -3,6 +3,7 @@ package fetch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -26,6 +27,8 @@ type IncompleteError struct {
 	Cause error
 	// Since counts what went wrong after the last object verified.
 	Since Trouble
+	// Useless names the peers judged useless, as Report.Useless does.
+	Useless []UselessPeer
 }
 
 // Trouble counts failures over part of a fetch.
@@ -57,6 +60,14 @@ func (e *IncompleteError) Error() string {
 	}
 	if s := e.Since.String(); s != "" {
 		fmt.Fprintf(&b, "; since the last verified object: %s", s)
+	}
+	for i, u := range e.Useless {
+		if i == 0 {
+			b.WriteString("; disconnected as useless: ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", u.ID, u.Reason)
 	}
 	return b.String()
 }
@@ -91,6 +102,7 @@ func (s *state) incompleteLocked(cause error, peers int) *IncompleteError {
 		Expected: s.cfg.Expected,
 		Peers:    peers,
 		Cause:    cause,
+		Useless:  slices.Clone(s.verdicts.useless),
 		Since: Trouble{
 			Timeouts:     t.timeouts - a.timeouts,
 			Refused:      t.refused - a.refused,

@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -51,6 +52,16 @@ type sim struct {
 	// to the host as a transport would: through Refuser, which both
 	// strategies' hosts are. Without it peers answer empty instead.
 	refusals bool
+	// disconnect, if set, wires Config.Disconnect to the host's
+	// Disconnect, as a transport would, and records each call.
+	disconnect bool
+}
+
+// disconnection is one call of Config.Disconnect.
+type disconnection struct {
+	id     peer.ID
+	reason error
+	at     time.Duration // on the mock clock, from the start
 }
 
 // outcome is what a simulated fetch returned, and the network's view.
@@ -70,6 +81,8 @@ type outcome struct {
 	warmUpServed map[peer.ID]int
 	// virtual is how long the fetch took on the mock clock.
 	virtual time.Duration
+	// disconnected lists the calls of Config.Disconnect (sim.disconnect).
+	disconnected []disconnection
 }
 
 // simID is the ID of the i-th peer of a sim.
@@ -113,6 +126,16 @@ func runInBubble(t *testing.T, s sim) outcome {
 	defer cancel()
 
 	var host Host
+	var discMu sync.Mutex
+	var disconnected []disconnection
+	if s.disconnect {
+		cfg.Disconnect = func(id peer.ID, reason error) {
+			discMu.Lock()
+			disconnected = append(disconnected, disconnection{id, reason, clk.Now().Sub(start)})
+			discMu.Unlock()
+			_ = host.Disconnect(id) // set before the fetch runs
+		}
+	}
 	var run func() (Report, error)
 	var sched *scheduler.Scheduler
 	var fetchSender atomic.Pointer[bulk]
@@ -235,6 +258,9 @@ func runInBubble(t *testing.T, s sim) outcome {
 	}
 	out := outcome{rep: r.rep, err: r.err, virtual: clk.Now().Sub(start), peers: map[peer.ID]simnet.Stats{},
 		queueDelays: map[peer.ID][]time.Duration{}, warmUpServed: warmUpServed}
+	discMu.Lock()
+	out.disconnected = disconnected
+	discMu.Unlock()
 	for _, p := range peers {
 		out.peers[p.ID()] = p.Stats()
 		out.queueDelays[p.ID()] = p.QueueDelays()

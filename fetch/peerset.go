@@ -22,8 +22,10 @@ var ErrPeersetStopped = errors.New("fetch: peerset fetch has ended")
 // (the seed's "motivation"): it keeps its own fixed set of peers, starting
 // with Config.SetSize of them (the connected peers with the lowest IDs when
 // Run starts, or the first to connect after) and adding one more, the
-// lowest ID not in the set, only when a request times out (or when every
-// peer of the set has gone, which it notices when it tries to send); it numbers its own requests and arms its own timer for
+// lowest ID not in the set, only when a request times out, when a peer of
+// the set is judged useless (see Config.Penalty; a benched peer only waits
+// out its back-off), or when every peer of the set has gone, which it
+// notices when it tries to send; it numbers its own requests and arms its own timer for
 // each; and it is not told when a peer disconnects, so a request to a peer
 // that has gone fails only when its timer fires. It keeps at most as many
 // requests in flight to a peer as the channels the peer connected with, so
@@ -70,14 +72,20 @@ func NewPeerset(cfg Config) (*Peerset, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Peerset{
+	ps := &Peerset{
 		state:   newState(cfg),
 		conns:   make(map[peer.ID]*psConn),
 		inSet:   make(map[peer.ID]bool),
 		seen:    make(map[peer.ID]bool),
 		pending: make(map[uint64]*psRequest),
 		ended:   make(map[uint64]bool),
-	}, nil
+	}
+	ps.verdicts.wake = func() {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		ps.pumpLocked()
+	}
+	return ps, nil
 }
 
 // Connect makes p available; if the set is not full yet it joins the set.
@@ -142,12 +150,21 @@ func (ps *Peerset) Deliver(from peer.ID, id peer.RequestID, response any) error 
 	ps.waitToApply() // outside the lock: a store far behind slows the answers
 
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
 	if ps.finished {
+		ps.mu.Unlock()
 		return nil
 	}
+	named := len(ps.verdicts.useless)
 	ps.answeredLocked(r.hashes, from, results, valid, now.Sub(r.sentAt), now)
+	if len(ps.verdicts.useless) > named {
+		// As for a timeout: the set lost a peer that serves, so it
+		// takes one more.
+		ps.widenLocked()
+	}
 	ps.pumpLocked()
+	useless := ps.takeDisconnectsLocked()
+	ps.mu.Unlock()
+	ps.disconnect(useless) // the host's Disconnect may call ours, which locks
 	return nil
 }
 
@@ -278,12 +295,14 @@ func (ps *Peerset) widenLocked() bool {
 }
 
 // pumpLocked sends batches to the peers of the set while they have room and
-// work is waiting. A retry avoids the peer that failed it as long as another
-// peer of the set has requests in flight (and so will come back for more).
+// work is waiting, skipping those benched or judged useless. A retry avoids
+// the peer that failed it as long as another peer of the set has requests
+// in flight (and so will come back for more).
 func (ps *Peerset) pumpLocked() {
 	if !ps.running || ps.finished {
 		return
 	}
+	now := ps.cfg.Clock.Now()
 	if ps.front.waitingCount() > 0 && !ps.anyLiveLocked() {
 		ps.widenLocked()
 	}
@@ -296,6 +315,9 @@ func (ps *Peerset) pumpLocked() {
 			c, up := ps.conns[id]
 			if !up {
 				continue // gone: skipped, as a dead weak pointer would be
+			}
+			if !ps.mayAskLocked(id, now) {
+				continue // benched or useless (see Config.Penalty)
 			}
 			for ps.front.waitingCount() > 0 && ps.tally.peer(id).inFlight < c.channels {
 				if !ps.sendLocked(c, id, anyPeer) {

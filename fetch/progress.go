@@ -142,6 +142,7 @@ func (s *state) end(strategy string, start time.Time, w watched, l hostLoad, dro
 	w.channels.add(l.channels)
 	s.mu.Lock()
 	s.finished = true
+	s.stopWakeLocked()
 	p := s.progressLocked(now.Sub(start), l)
 	p.Done = true
 	if p.Elapsed > 0 {

@@ -51,6 +51,11 @@ type Report struct {
 	Utilisation float64 `json:"utilisation"`              // Rate / Bound; 0 without a bound
 
 	Peers []PeerReport `json:"peers"` // by peer ID
+
+	// Useless names the peers the fetch judged useless and stopped asking
+	// (handing each to Config.Disconnect), in the order judged, each with
+	// its reason.
+	Useless []UselessPeer `json:"useless_peers,omitempty"`
 }
 
 // Dropped counts responses that no request accepted. For Run they come from
@@ -136,6 +141,7 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		Missing:      t.missing,
 		Corrupt:      t.corrupt,
 		Dropped:      dropped,
+		Useless:      slices.Clone(s.verdicts.useless),
 	}
 	r.Dropped.Spoofed = r.Dropped.WrongPeer + r.Dropped.Unknown
 	if wall > 0 {

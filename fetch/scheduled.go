@@ -106,6 +106,7 @@ type bulk struct {
 	ticket   offer.Ticket // its ticket; 0 while Run's first Schedule has not returned
 	gen      uint64       // bumped whenever the queued sender changes
 	poke     bool         // a wake-up came while the ticket was unknown
+	avoiding []peer.ID    // the Avoid the queued sender was scheduled with (see avoidLocked)
 	inFlight map[peer.RequestID]*request
 	slow     []*request // past their soft deadlines, not hedged yet (see tail.go)
 	offered  []peer.ID  // scratch for OnOffer: the peer of each channel
@@ -138,7 +139,9 @@ func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
 	if err != nil {
 		panic(fmt.Sprintf("fetch: hedge.NewHedger refuses a scheduler: %v", err)) // s is not nil
 	}
-	return &bulk{state: newState(cfg), sched: s, inFlight: make(map[peer.RequestID]*request), hedger: h}
+	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[peer.RequestID]*request), hedger: h}
+	b.verdicts.wake = b.wakeFromOutside
+	return b
 }
 
 // newHedgeBudget returns the fetch's hedge budget: cfg.HedgesPerThousand of
@@ -174,9 +177,11 @@ func (b *bulk) scheduleFromOutside() {
 	b.queued, b.declined, b.ticket = true, false, 0
 	b.gen++
 	gen := b.gen
+	b.avoiding = b.avoidLocked(b.cfg.Clock.Now())
+	opts := offer.Options{Avoid: b.avoiding}
 	b.mu.Unlock()
 
-	t, err := b.sched.Schedule(b, b.cfg.Priority)
+	t, err := b.sched.ScheduleWith(b, b.cfg.Priority, opts)
 
 	b.mu.Lock()
 	if err != nil {
@@ -206,10 +211,15 @@ func (b *bulk) scheduleFromOutside() {
 }
 
 // scheduleLocked schedules the sender from inside a callback, where
-// Schedule only queues the offer for later, so the lock may be held.
+// Schedule only queues the offer for later, so the lock may be held. Like
+// scheduleFromOutside, it has the scheduler avoid the peers the judge
+// penalises: their channels would otherwise lead every offer (a peer with
+// nothing in flight ranks first) and crowd out the channels the fetch can
+// use.
 func (b *bulk) scheduleLocked() {
 	b.gen++
-	t, err := b.sched.Schedule(b, b.cfg.Priority)
+	b.avoiding = b.avoidLocked(b.cfg.Clock.Now())
+	t, err := b.sched.ScheduleWith(b, b.cfg.Priority, offer.Options{Avoid: b.avoiding})
 	if err != nil {
 		b.queued = false
 		b.failLocked(fmt.Errorf("cannot schedule the fetch: %w", err))
@@ -242,6 +252,51 @@ func (b *bulk) wakeLocked() {
 	}
 }
 
+// wakeFromOutside is wakeLocked for a goroutine that is not running a
+// callback (the judge's timer, when a bench that kept requests back ends):
+// Schedule and Reoffer may run the offer before they return, so the lock is
+// not held across them.
+func (b *bulk) wakeFromOutside() {
+	b.mu.Lock()
+	if b.finished || b.front.waitingCount() == 0 {
+		b.mu.Unlock()
+		return
+	}
+	if b.queued && b.ticket != 0 && !slices.Equal(b.avoiding, b.avoidLocked(b.cfg.Clock.Now())) {
+		// Queued avoiding a peer whose bench has ended: perhaps passed
+		// over for want of another peer's channel. Schedule it afresh.
+		t, gen := b.ticket, b.gen
+		b.mu.Unlock()
+		if b.sched.WithdrawSender(t) {
+			b.mu.Lock()
+			if b.gen == gen {
+				b.queued, b.ticket = false, 0
+				b.gen++
+			}
+			b.mu.Unlock()
+		}
+		b.scheduleFromOutside()
+		return
+	}
+	switch {
+	case !b.queued:
+		b.mu.Unlock()
+		b.scheduleFromOutside()
+		return
+	case !b.declined:
+		// Not offered yet: the next open channel is for it.
+	case b.ticket == 0:
+		b.poke = true // Run's first Schedule has not returned: it will do this
+	default:
+		t := b.ticket
+		b.declined = false
+		b.mu.Unlock()
+		b.sched.Reoffer(t) // false only if the sender left meanwhile: then it is not parked
+		return
+	}
+	b.mu.Unlock()
+}
+
 // OnOffer fills every channel of the offer it may with a batch of hashes:
 // the scheduler's order, best channel first, except that peers with a
 // recent failure come after those without. (The scheduler ranks a peer that
@@ -249,7 +304,12 @@ func (b *bulk) wakeLocked() {
 // otherwise get every request at the top of the tree, where there are only
 // a few.) A retry avoids the peers that failed it unless no other peer has a
 // request of the fetch in flight, so none may offer a channel soon. A
-// suspect peer (see suspectStreak) gets a probe of one hash at a time. When
+// suspect peer (see suspectStreak) gets a probe of one hash at a time. A
+// peer benched or judged useless by the fetch's judge (see
+// Config.Penalty) gets nothing: the sender is scheduled avoiding it, and a
+// channel of it offered all the same (it was benched after the sender was
+// scheduled) is skipped. Its cost is O(channels offered): nothing
+// here walks the requests in flight or every peer. When
 // nothing waits any more, the requests past their soft deadlines are
 // hedged, as the hedge budget allows (see tail.go).
 // Implements offer.Sender.
@@ -260,13 +320,14 @@ func (b *bulk) OnOffer(o offer.Offer) {
 		b.declined = true
 		return
 	}
+	now := b.cfg.Clock.Now()
 	offered, order := b.offered[:0], b.order[:0]
 	for _, ch := range o.All() {
 		offered = append(offered, ch.Peer)
 	}
 	for pass := range 2 {
 		for i, p := range offered {
-			if (b.tally.peer(p).streak == 0) == (pass == 0) {
+			if (b.tally.peer(p).streak == 0) == (pass == 0) && b.mayAskLocked(p, now) {
 				order = append(order, i)
 			}
 		}
@@ -312,14 +373,22 @@ func (b *bulk) OnDiscard() {
 }
 
 // othersBusyLocked reports whether a peer not among offered has a request
-// of the fetch in flight, and so will open a channel when it ends.
+// of the fetch in flight, and so will open a channel when it ends. It
+// counts the busy peers among offered (each once) against the tally's
+// count of busy peers, in O(len(offered)), not O(peers).
 func (b *bulk) othersBusyLocked(offered []peer.ID) bool {
-	for id, pt := range b.tally.peers {
-		if pt.inFlight > 0 && !slices.Contains(offered, id) {
-			return true
+	b.tally.mark++
+	busyOffered := 0
+	for _, id := range offered {
+		p := b.tally.peer(id)
+		if p.mark != b.tally.mark {
+			p.mark = b.tally.mark
+			if p.inFlight > 0 {
+				busyOffered++
+			}
 		}
 	}
-	return false
+	return b.tally.busyPeers > busyOffered
 }
 
 // sendLocked sends a batch on the i-th channel of o, which leads to to, and
@@ -374,14 +443,19 @@ func (r *request) OnResponse(_ peer.RequestID, from peer.ID, response any) {
 	reuse(b.cfg.Base, results)
 	b.waitToApply() // outside the lock: a store far behind slows the answers
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.finished {
+		b.mu.Unlock()
 		return
 	}
 	delete(b.inFlight, r.id)
 	sentAt := r.endOtherLocked(from)
 	b.answeredLocked(r.hashes, from, results, true, now.Sub(sentAt), now)
 	b.wakeLocked()
+	useless := b.takeDisconnectsLocked()
+	b.mu.Unlock()
+	// Not under the lock: the host's Disconnect fails the peer's requests,
+	// whose callbacks take it.
+	b.disconnect(useless)
 }
 
 // OnFailure puts the request's hashes back, to be asked again, of another

@@ -22,6 +22,7 @@ type state struct {
 	front        *frontier
 	tally        *tally
 	timing       timeouts.Policy // every answer's response time; Run's deadlines
+	verdicts     verdicts        // what each peer's answers held: benches, useless peers (peerjudge.go)
 	lastVerified time.Time       // when an object last verified (or the fetch began)
 	atLast       tally           // counters when an object last verified, for the diagnosis
 	fatal        error           // why the fetch cannot finish, if it cannot
@@ -41,7 +42,7 @@ const (
 )
 
 func newState(cfg Config) *state {
-	s := &state{cfg: cfg, front: newFrontier(), tally: newTally(), timing: newTiming(cfg), done: make(chan struct{})}
+	s := &state{cfg: cfg, front: newFrontier(), tally: newTally(), timing: newTiming(cfg), verdicts: newVerdicts(cfg), done: make(chan struct{})}
 	if cfg.Store != nil {
 		s.writer = newWriter(cfg.Store, func(err error) {
 			s.mu.Lock()
@@ -158,6 +159,7 @@ func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []item
 	p.answered++
 	p.observe(rtt)
 	s.timing.Observe(from, rtt)
+	s.judgeLocked(from, results, now)
 	progressed := false
 	for i := range results {
 		r := &results[i]

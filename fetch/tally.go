@@ -26,8 +26,10 @@ type tally struct {
 	reused       int   // nodes taken from the base instead of fetched
 	reusedBytes  int64 // their bytes
 	inFlight     int   // requests
+	busyPeers    int   // peers with requests in flight
 
 	peers map[peer.ID]*peerTally
+	mark  uint64 // the last stamp given to peerTally.mark
 }
 
 // peerTally is one peer's share of the tally.
@@ -44,6 +46,7 @@ type peerTally struct {
 	// an object resets it. Disconnections do not count: they say nothing
 	// about how the peer answers; nor do refusals, which say it is busy.
 	streak int
+	mark   uint64 // scratch: a stamp of tally.mark, to count a peer once in a walk
 }
 
 // suspectStreak is the failure streak from which a peer is suspect: the
@@ -75,6 +78,9 @@ func (t *tally) sent(to peer.ID) {
 	t.requests++
 	t.inFlight++
 	p.requests++
+	if p.inFlight == 0 {
+		t.busyPeers++
+	}
 	p.inFlight++
 }
 
@@ -83,6 +89,9 @@ func (t *tally) ended(from peer.ID) *peerTally {
 	p := t.peer(from)
 	t.inFlight--
 	p.inFlight--
+	if p.inFlight == 0 {
+		t.busyPeers--
+	}
 	return p
 }
 

@@ -45,8 +45,9 @@ type Client struct {
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
-	dials  int  // successful dials, over all peers
-	closed bool // Close has begun: Add must not start a goroutine
+	dials  int                            // successful dials, over all peers
+	closed bool                           // Close has begun: Add must not start a goroutine
+	peers  map[peer.ID]context.CancelFunc // each added peer's supervisor, to Remove it
 }
 
 // NewClient returns a Client that connects peers to host.
@@ -64,7 +65,7 @@ func NewClient(host Host, cfg ClientConfig) *Client {
 		cfg.RedialMax = DefaultRedialMax
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{host: host, cfg: cfg, ctx: ctx, cancel: cancel}
+	return &Client{host: host, cfg: cfg, ctx: ctx, cancel: cancel, peers: make(map[peer.ID]context.CancelFunc)}
 }
 
 // Add keeps a connection to addr up as the peer named id, from now until
@@ -78,8 +79,31 @@ func (c *Client) Add(id peer.ID, addr string) {
 	if c.closed {
 		return
 	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	stop := cancel
+	if prev, ok := c.peers[id]; ok {
+		// Two supervisors for one id: Remove stops both.
+		stop = func() { prev(); cancel() }
+	}
+	c.peers[id] = stop
 	c.wg.Add(1)
-	go c.keep(id, addr)
+	go c.keep(ctx, id, addr)
+}
+
+// Remove stops keeping a connection to the peer named id, as a host does
+// with a peer it has judged useless: its connection, if up, is closed (the
+// Host is told, as for any lost connection) and the Client dials it no
+// more. It returns at once, without waiting for the connection to close, so
+// it may be called from the Host's callbacks. Removing an id that was never
+// added, or removed already, does nothing.
+func (c *Client) Remove(id peer.ID) {
+	c.mu.Lock()
+	cancel, ok := c.peers[id]
+	delete(c.peers, id)
+	c.mu.Unlock()
+	if ok {
+		cancel()
+	}
 }
 
 // Dials returns how many connections the Client has established so far: a
@@ -102,14 +126,14 @@ func (c *Client) Close() {
 }
 
 // keep is one peer's supervisor: dial, connect, wait for the end, repeat.
-func (c *Client) keep(id peer.ID, addr string) {
+func (c *Client) keep(ctx context.Context, id peer.ID, addr string) {
 	defer c.wg.Done()
 	wait := c.cfg.RedialMin
-	for c.ctx.Err() == nil {
+	for ctx.Err() == nil {
 		d := net.Dialer{Timeout: c.cfg.DialTimeout}
-		nc, err := d.DialContext(c.ctx, "tcp", addr)
+		nc, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			if !c.sleep(wait) {
+			if !c.sleep(ctx, wait) {
 				return
 			}
 			wait = min(2*wait, c.cfg.RedialMax)
@@ -120,7 +144,7 @@ func (c *Client) keep(id peer.ID, addr string) {
 			// The Host refused it (stopped, or the old connection of this
 			// peer is not gone yet): try again later.
 			_ = conn.Close()
-			if !c.sleep(wait) {
+			if !c.sleep(ctx, wait) {
 				return
 			}
 			continue
@@ -132,25 +156,25 @@ func (c *Client) keep(id peer.ID, addr string) {
 		wait = c.cfg.RedialMin
 		select {
 		case <-conn.Done():
-		case <-c.ctx.Done():
+		case <-ctx.Done():
 			_ = conn.Close()
 			return
 		}
-		if !c.sleep(wait) {
+		if !c.sleep(ctx, wait) {
 			return
 		}
 	}
 }
 
-// sleep waits d, or less if the Client is closed; it reports whether the
-// Client is still open.
-func (c *Client) sleep(d time.Duration) bool {
+// sleep waits d, or less if ctx (the Client's, or the peer's) ends; it
+// reports whether ctx is still live.
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-c.ctx.Done():
+	case <-ctx.Done():
 		return false
 	}
 }

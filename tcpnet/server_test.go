@@ -150,6 +150,30 @@ func TestKillAndRestart(t *testing.T) {
 	}
 }
 
+// TestRemove: a removed peer's connection closes (the host is told) and
+// the client does not dial it again, while it keeps its other peers.
+func TestRemove(t *testing.T) {
+	ctx := testContext(t)
+	s := newServer(t, Behaviour{})
+	host := newFakeHost()
+	c := NewClient(host, ClientConfig{RedialMin: time.Millisecond, RedialMax: time.Millisecond})
+	defer c.Close()
+	c.Add("s", s.Addr())
+	recv(t, ctx, host.connectCh, "the connection")
+	c.Remove("s")
+	recv(t, ctx, host.disconnects, "the disconnect")
+	c.Remove("s")     // again: nothing
+	c.Remove("never") // never added: nothing
+	// Another peer on the same server connects; "s", had it been kept,
+	// would have redialled within a millisecond of its disconnect.
+	c.Add("u", s.Addr())
+	recv(t, ctx, host.connectCh, "the other peer's connection")
+	c.Close()
+	if c.Dials() != 2 {
+		t.Fatalf("%d dials, want 2: the removed peer was dialled again", c.Dials())
+	}
+}
+
 // TestDropAfter: a server told to drop after n requests does, and comes back
 // by itself after DownFor.
 func TestDropAfter(t *testing.T) {

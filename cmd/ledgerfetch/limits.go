@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/tcpnet"
 )
 
@@ -40,4 +41,12 @@ func (o options) peerChannels() int {
 		return o.channels
 	}
 	return tcpnet.DefaultChannels
+}
+
+// maxChannels is the most channels -channels may give each of peers peers:
+// the scheduler's cap on requests in flight shared among them. Channels
+// beyond it could never all carry a request (a send past the cap fails),
+// and an offer would list channels the fetch cannot use.
+func maxChannels(peers int) int {
+	return scheduler.DefaultMaxRequests / max(peers, 1)
 }

@@ -17,8 +17,10 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync/atomic"
 
 	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/tcpnet"
 )
@@ -133,6 +135,14 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	if src.base != nil {
 		cfg.Base = src.base
 	}
+	// A peer the fetch judges useless (it serves another ledger, say) is
+	// disconnected for good; the network exists only once the host does.
+	var net atomic.Pointer[network]
+	cfg.Disconnect = func(id peer.ID, _ error) {
+		if n := net.Load(); n != nil {
+			(*n).disconnect(id)
+		}
+	}
 	var host tcpnet.Host
 	var fetchRun func(context.Context) (fetch.Report, error)
 	stop := func() {}
@@ -153,14 +163,15 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		}
 		host, fetchRun = ps, ps.Run
 	}
-	net, roles, err := startNetwork(ctx, o, l, host, warn)
+	nw, roles, err := startNetwork(ctx, o, l, host, warn)
 	if err != nil {
 		stop()
 		return nil, err
 	}
+	net.Store(&nw)
 	rep, err := fetchRun(ctx)
-	events := net.events()
-	net.close()
+	events := nw.events()
+	nw.close()
 	stop()
 	res := newResult(rep, o, roles, events, err)
 	res.noteStore(o, store)

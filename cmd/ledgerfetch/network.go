@@ -23,6 +23,10 @@ type network interface {
 	// close stops the peers (disconnecting them from the host) and waits
 	// for every goroutine they started.
 	close()
+	// disconnect disconnects the peer named id for good, as the fetch asks
+	// of a peer it judged useless (fetch.Config.Disconnect). It returns at
+	// once and may be called from the host's callbacks.
+	disconnect(id peer.ID)
 }
 
 // startNetwork starts the peers o describes serving l, wires them to host,
@@ -73,7 +77,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 				return nil, nil, err
 			}
 		}
-		net = memNetwork{sim, ready.events}
+		net = memNetwork{sim: sim, counts: ready.events, host: ready}
 	default:
 		peers := demoPeers(o, l.Len())
 		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()}), counts: ready.events}
@@ -176,10 +180,15 @@ func (h *readyHost) connected() int {
 type memNetwork struct {
 	sim    *simnet.Network
 	counts *peerEvents
+	host   tcpnet.Host // the host as the peers see it, to disconnect one
 }
 
 func (m memNetwork) events() map[string]peerCounts { return m.counts.snapshot() }
 func (m memNetwork) close()                        { m.sim.Close() }
+
+// disconnect takes the simulated peer off the host; simulated peers do not
+// redial (only -chaos brings a peer back, after its outage).
+func (m memNetwork) disconnect(id peer.ID) { _ = m.host.Disconnect(id) }
 
 // tcpNetwork is in-process servers (none with -connect) and the client
 // connected to them.
@@ -191,6 +200,9 @@ type tcpNetwork struct {
 	stopChaos chan struct{}
 	chaosDone chan struct{}
 }
+
+// disconnect closes the peer's connection and stops the client dialling it.
+func (n *tcpNetwork) disconnect(id peer.ID) { n.client.Remove(id) }
 
 func (n *tcpNetwork) events() map[string]peerCounts {
 	n.stopFaults()

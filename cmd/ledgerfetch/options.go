@@ -10,6 +10,7 @@ import (
 
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/timeouts"
 )
 
@@ -73,7 +74,7 @@ Flags:
 	fs.StringVar(&o.ledger, "ledger", "", "serve and fetch the real ledger in this JSON file (header and state) instead of a generated one")
 	fs.StringVar(&o.base, "base", "", "with -ledger: start from the nodes of the real ledger in this file, fetching only those it lacks")
 	fs.IntVar(&o.peers, "peers", 16, "in-process peers to start")
-	fs.IntVar(&o.channels, "channels", 0, "requests each peer may have in flight: 0 adapts each peer's limit to how it answers (Vegas; the peer set uses 4), N fixes it at N")
+	fs.IntVar(&o.channels, "channels", 0, "requests each peer may have in flight: 0 adapts each peer's limit to how it answers (Vegas; the peer set uses 4), N fixes it at N; peers x N may be at most 4,194,304, the scheduler's cap on requests in flight (262,144 with 16 peers)")
 	fs.IntVar(&o.batch, "batch", 64, "object hashes per request")
 	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied (each peer its own median, from 5ms for p00 up to 35ms, the same whatever -peers is), none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
 	fs.Float64Var(&o.loss, "loss", 0, "probability that a peer silently drops a request")
@@ -163,6 +164,9 @@ func (o *options) check(given map[string]bool, latency, strategy, connect string
 		return fmt.Errorf("-peers %d: want at least 1", o.peers)
 	case o.channels < 0:
 		return fmt.Errorf("-channels %d: want 0 (adaptive) or a fixed count of at least 1", o.channels)
+	case o.channels > maxChannels(o.peers):
+		return fmt.Errorf("-channels %d: want at most %s with %d peers: peers x channels may be at most %s, the scheduler's cap on requests in flight (scheduler.DefaultMaxRequests)",
+			o.channels, commas(maxChannels(o.peers)), o.peers, commas(scheduler.DefaultMaxRequests))
 	case o.batch < 1 || o.batch > fetch.MaxBatch:
 		return fmt.Errorf("-batch %d: want 1 to %d (the most objects a peer sends in one answer)", o.batch, fetch.MaxBatch)
 	case !(o.loss >= 0 && o.loss <= 1):

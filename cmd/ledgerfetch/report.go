@@ -118,6 +118,7 @@ func writeReport(w io.Writer, r result) {
 	}
 	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %s, batch %d, seed %d\n",
 		r.Strategy, r.Transport, r.PeerCount, channels, r.Batch, r.Seed)
+	fmt.Fprintf(w, "  root         %s\n", r.Root)
 	if r.LedgerFile != "" {
 		verdict := "not checked: the fetch is incomplete"
 		switch {
@@ -145,6 +146,9 @@ func writeReport(w io.Writer, r result) {
 	d := r.Dropped
 	fmt.Fprintf(w, "  dropped      %s duplicate, %s late, %s of the wrong type, %s spoofed (%s wrong peer, %s unknown ID) responses\n",
 		commas(d.Duplicate), commas(d.Late), commas(d.WrongType), commas(d.Spoofed), commas(d.WrongPeer), commas(d.Unknown))
+	for _, u := range r.Useless {
+		fmt.Fprintf(w, "  disconnected %s: %s\n", u.ID, u.Reason)
+	}
 	if r.Bound > 0 {
 		fmt.Fprintf(w, "  utilisation  %.0f%% of %.1f channels (the peers', mean over the fetch) x %d objects / %s mean RTT = %s objects/s, the most those channels carry\n",
 			100*r.Utilisation, r.Report.Channels, r.Batch, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
+	"github.com/peersched/peersched/penalty"
 	"github.com/peersched/peersched/tcpnet"
 )
 
@@ -40,20 +42,21 @@ func runCmd(t *testing.T, a ...string) (int, string, string) {
 
 // decoded is the part of the JSON report the tests check.
 type decoded struct {
-	Strategy    string  `json:"strategy"`
-	Complete    bool    `json:"complete"`
-	Objects     int     `json:"objects"`
-	Expected    int     `json:"expected"`
-	Bytes       int64   `json:"bytes"`
-	Rate        float64 `json:"objects_per_second"`
-	Requests    int     `json:"requests"`
-	Disconnects int     `json:"disconnects"`
-	Transport   string  `json:"transport"`
-	PeerCount   int     `json:"peer_count"`
-	Utilised    float64 `json:"utilisation"`
-	Bound       float64 `json:"bound_objects_per_second"`
-	Channels    float64 `json:"channels_mean"`
-	Error       string  `json:"error"`
+	Strategy    string              `json:"strategy"`
+	Complete    bool                `json:"complete"`
+	Objects     int                 `json:"objects"`
+	Expected    int                 `json:"expected"`
+	Bytes       int64               `json:"bytes"`
+	Rate        float64             `json:"objects_per_second"`
+	Requests    int                 `json:"requests"`
+	Useless     []fetch.UselessPeer `json:"useless_peers"`
+	Disconnects int                 `json:"disconnects"`
+	Transport   string              `json:"transport"`
+	PeerCount   int                 `json:"peer_count"`
+	Utilised    float64             `json:"utilisation"`
+	Bound       float64             `json:"bound_objects_per_second"`
+	Channels    float64             `json:"channels_mean"`
+	Error       string              `json:"error"`
 	Dropped     struct {
 		Spoofed int `json:"spoofed"`
 	} `json:"dropped"`
@@ -296,8 +299,10 @@ func TestConnect(t *testing.T) {
 }
 
 // TestFailsWhenPeersServeAnotherLedger: peers that have none of the objects
-// (a -seed that does not match theirs) make the fetch stall; the command
-// exits 1 and says what is missing and why, in text and in JSON.
+// (a -seed that does not match theirs) are judged useless after a few
+// answers, disconnected (not dialled again) and named with the reason; the
+// fetch stalls, and the command exits 1 and says what is missing and why,
+// in text and in JSON, and which root it wanted.
 func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 	addrs := serve(t, 2, 2)
 	code, stdout, stderr := runCmd(t, connectArgs("-connect", addrs, "-stall", "1s")...)
@@ -307,14 +312,21 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 	l := smallLedger(t, 1)
 	for _, want := range []string{
 		"fetch incomplete", fmt.Sprintf("%d of %d objects missing", l.Len(), l.Len()),
-		"no object verified for", "2 peers connected", "objects missing from answers",
+		"no object verified for", "no peer is connected", "objects missing from answers", "disconnected as useless: ",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q: %s", want, stderr)
 		}
 	}
-	if !strings.Contains(stdout, "INCOMPLETE") {
-		t.Errorf("report does not say INCOMPLETE:\n%s", stdout)
+	named := regexp.MustCompile(`(?m)^  disconnected (\S+): serves another ledger: [0-9]+ of [0-9]+ objects missing$`)
+	if !strings.Contains(stdout, "INCOMPLETE") || len(named.FindAllString(stdout, -1)) != 2 ||
+		!strings.Contains(stdout, "  root         "+l.Root().Hex()) {
+		t.Errorf("report does not say INCOMPLETE, name both peers and the root %s:\n%s", l.Root().Hex(), stdout)
+	}
+	for _, a := range strings.Split(addrs, ",") {
+		if !strings.Contains(stderr, a+" (serves another ledger: ") {
+			t.Errorf("error does not name %s: %s", a, stderr)
+		}
 	}
 
 	code, stdout, _ = runCmd(t, connectArgs("-connect", addrs, "-stall", "1s", "-json")...)
@@ -322,8 +334,13 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 	d := decodeOne[decoded](t, stdout)
-	if d.Complete || d.Objects != 0 || !strings.Contains(d.Error, "fetch incomplete") {
+	if d.Complete || d.Objects != 0 || !strings.Contains(d.Error, "fetch incomplete") || len(d.Useless) != 2 {
 		t.Fatalf("report %+v", d)
+	}
+	// No storm: a request per back-off until each peer is judged, where
+	// they once got thousands a second until the stall.
+	if limit := 2 * (2 + penalty.DefaultStrikes); d.Requests > limit {
+		t.Fatalf("%d requests to peers with nothing, want at most %d", d.Requests, limit)
 	}
 }
 
@@ -347,6 +364,22 @@ func TestUsageErrors(t *testing.T) {
 		code, stdout, stderr := runCmd(t, a...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "ledgerfetch:") {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q", a, code, stdout, stderr)
+		}
+	}
+	// The -channels bound: the scheduler's cap on requests in flight,
+	// shared among the peers; named with the flag, at once (a million
+	// channels per peer once hung the fetch).
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-channels", "1000000"}, "-channels 1000000: want at most 262,144 with 16 peers"},
+		{[]string{"-channels", "1398102", "-peers", "3"}, "-channels 1398102: want at most 1,398,101 with 3 peers"},
+		{[]string{"-channels", "262145", "-peers", "16", "-misbehave", "0"}, "-channels 262145: want at most 262,144 with 16 peers"},
+	} {
+		code, _, stderr := runCmd(t, c.args...)
+		if code != 2 || !strings.Contains(stderr, c.want) || !strings.Contains(stderr, "4,194,304") {
+			t.Errorf("%q: exit %d, stderr %q, want %q", c.args, code, stderr, c.want)
 		}
 	}
 	if code, _, stderr := runCmd(t, "-h"); code != 0 || !strings.Contains(stderr, "-strategy") {
