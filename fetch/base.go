@@ -48,27 +48,91 @@ func reuse(base Store, results []itemResult) {
 
 // walkBase walks the subtree under root in base and returns what base holds
 // of it, and the hashes of the nodes under it that it lacks (or holds as
-// bytes that are not a node), root itself included: those must be fetched.
+// bytes that are not the node), root itself included: those must be
+// fetched.
 func walkBase(base Store, root ledger.Hash) (reusedTree, []ledger.Hash) {
 	var t reusedTree
+	lacking := walkHeld(base, root, func(data []byte) {
+		t.nodes++
+		t.bytes += int64(len(data))
+	}, nil)
+	return t, lacking
+}
+
+// walkHeld walks, depth first, the part of the tree under root that s
+// holds, calling held with each node s holds (a value that hashes to its
+// name and decodes), and returns the hashes of the nodes it reaches that s
+// lacks. For each of those, if also is set, it asks also first, and
+// returns only what also lacks.
+//
+// A node s lacks ends the walk down that branch: what is below it cannot
+// be reached from the root through s. So the walk finds exactly the nodes
+// under root that s holds when s holds a tree hanging from the root (every
+// node's parent held with it), which is what a fetch keeps as it goes.
+func walkHeld(s Store, root ledger.Hash, held func(data []byte), also func(ledger.Hash) []ledger.Hash) []ledger.Hash {
 	var lacking []ledger.Hash
 	todo := []ledger.Hash{root}
 	for len(todo) > 0 {
 		h := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		data, ok := base.Get(h)
+		n, data, ok := getNode(s, h)
 		if !ok {
-			lacking = append(lacking, h)
+			if also != nil {
+				lacking = append(lacking, also(h)...)
+			} else {
+				lacking = append(lacking, h)
+			}
 			continue
 		}
-		n, err := ledger.Decode(data)
-		if err != nil {
-			lacking = append(lacking, h)
-			continue
-		}
-		t.nodes++
-		t.bytes += int64(len(data))
+		held(data)
 		todo = append(todo, n.Children...)
 	}
-	return t, lacking
+	return lacking
+}
+
+// getNode reads node h from s, and reports false unless s holds bytes that
+// hash to h and decode: a value half written when a process died, or
+// otherwise damaged, counts as absent, and is fetched again.
+func getNode(s Store, h ledger.Hash) (ledger.Node, []byte, bool) {
+	data, ok := s.Get(h)
+	if !ok || !ledger.Verify(h, data) {
+		return ledger.Node{}, nil, false
+	}
+	n, err := ledger.Decode(data)
+	if err != nil {
+		return ledger.Node{}, nil, false
+	}
+	return n, data, true
+}
+
+// resumed is what a fetch found in its store when it began.
+type resumed struct {
+	tree    reusedTree   // the nodes under the root the store holds
+	reused  []reusedTree // subtrees the store lacks and the base holds
+	lacking []ledger.Hash
+}
+
+// resumeWalk walks the tree under root that store holds, as a fetch that
+// was interrupted left it, and returns what it holds and the nodes it
+// lacks below what it holds: those (or the root, for an empty store) are
+// what the fetch still has to fetch. Where base is set, a node the store
+// lacks is looked for in base, as the fetch would have (see reuse), since
+// the nodes taken from the base are not written to the store.
+func resumeWalk(store, base Store, root ledger.Hash) resumed {
+	var r resumed
+	var fromBase func(ledger.Hash) []ledger.Hash
+	if base != nil {
+		fromBase = func(h ledger.Hash) []ledger.Hash {
+			t, lacking := walkBase(base, h)
+			if t.nodes > 0 {
+				r.reused = append(r.reused, t)
+			}
+			return lacking
+		}
+	}
+	r.lacking = walkHeld(store, root, func(data []byte) {
+		r.tree.nodes++
+		r.tree.bytes += int64(len(data))
+	}, fromBase)
+	return r
 }

@@ -38,8 +38,9 @@ type Config struct {
 	// Root names the ledger to fetch. Required (the zero Hash names no node).
 	Root ledger.Hash
 	// Expected is how many nodes the fetch will download, if the caller
-	// knows (the ledger's node count, for a fetch without a Base); it only
-	// feeds Progress and the report. 0 means unknown.
+	// knows (the ledger's node count, for a fetch without a Base; with a
+	// Store, the fetch takes off the nodes it resumes with); it only feeds
+	// Progress and the report. 0 means unknown.
 	Expected int
 	// Base, if set, holds nodes the fetch already has, such as those of the
 	// ledger before this one: the fetch walks down from Root and, wherever
@@ -47,6 +48,16 @@ type Config struct {
 	// Base instead of asking peers (counted in Report.Reused). This is how a
 	// node catches up from ledger to ledger.
 	Base Store
+	// Store, if set, keeps every node that arrives and verifies, written
+	// in batches by a goroutine of the fetch's own (the answers wait for it
+	// only when it falls far behind), parent before children; Run returns
+	// once they are all written. A fetch given a Store that holds part of
+	// the tree under Root, as a fetch that was stopped or killed leaves it,
+	// resumes: it takes what the Store holds (counted in Report.Resumed) and
+	// asks only for the nodes it lacks. A value in the Store that does not
+	// hash to its name counts as absent. Nodes taken from Base are not
+	// written to the Store.
+	Store NodeStore
 	// Received, if set, is called with every node that arrived and
 	// verified, once per node, while the fetch holds its lock: it must be
 	// quick and must not call back into the fetch. data is not modified

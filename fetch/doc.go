@@ -44,7 +44,21 @@
 // verified, or fail with an *IncompleteError that says how much is missing
 // and why. Given a Base (the nodes of an earlier ledger, say), either one
 // fetches only what the base lacks: it skips every subtree whose root hash
-// the base holds, as a node catching up from ledger to ledger does. Neither imports a transport: the host wires its connections (a
+// the base holds, as a node catching up from ledger to ledger does.
+//
+// Given a Store (a NodeStore: MemStore, or one on disk such as package
+// nodestore/pebblestore), either one writes every node it verifies there,
+// in batches, from a goroutine of its own, parents before children; and a
+// fetch given a Store that an earlier fetch of the same root left
+// half-full (stopped, or killed at any moment) resumes: it walks the tree
+// the Store holds from the root and asks only for what it lacks. A stored
+// value that does not hash to its name is fetched again.
+//
+// The fetch's own memory does not grow with the ledger: it remembers the
+// hashes waiting and in flight, not those verified, and once enough wait
+// it walks the tree depth first, finishing the subtrees it has begun.
+//
+// Neither imports a transport: the host wires its connections (a
 // simnet.Network, a tcpnet.Client) to a Host, which is the Scheduler for Run
 // and the Peerset itself for the other strategy; a transport whose wire can
 // say "busy" hands the peers' refusals to the Host too (see Refuser).

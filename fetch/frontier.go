@@ -7,26 +7,35 @@ import (
 	"github.com/peersched/peersched/peer"
 )
 
-// frontier knows every node hash the fetch has discovered and what became of
-// it: waiting to be asked, asked (in a request in flight), or verified. It is
-// a plain data structure with no locks, no clock and no I/O; a strategy owns
+// frontier knows the node hashes the fetch has discovered and not yet
+// verified: waiting to be asked, or asked (in a request in flight). It is a
+// plain data structure with no locks, no clock and no I/O; a strategy owns
 // one and guards it.
 //
+// A verified hash is counted and forgotten: a ledger is a tree whose every
+// node has one parent, so a verified hash is never discovered again, and
+// remembering every hash ever seen would make the fetch's memory grow with
+// the ledger (about 80 bytes a node). What it keeps is the hashes pending.
+//
 // Waiting hashes sit in two queues. Retries (hashes whose request failed, or
-// that came back missing or bad) go first; fresh hashes (never asked) follow
-// in discovery order, which walks the tree breadth first and so widens the
-// frontier as fast as the tree allows. Each hash that has failed remembers
-// the last few peers that failed it, so that take can send it elsewhere:
-// remembering only the last one would bounce a hash between two bad peers.
+// that came back missing or bad) go first; fresh hashes (never asked) form
+// a stack, the most recently discovered taken first, so the fetch walks the
+// tree depth first: it finishes the subtrees it has begun before opening
+// new ones, which bounds the hashes waiting by the tree's depth times its
+// fan-out times the requests in flight, not by the width of its widest
+// level (breadth first, the whole leaf level would wait at once). Each hash
+// that has failed remembers the last few peers that failed it, so that take
+// can send it elsewhere: remembering only the last one would bounce a hash
+// between two bad peers.
 type frontier struct {
-	status   map[ledger.Hash]status
-	fresh    []ledger.Hash // fresh[head:] are waiting
+	pending  map[ledger.Hash]status // waiting or asked; verified hashes are forgotten
+	fresh    []ledger.Hash          // fresh[head:] wait, oldest first
 	head     int
 	retry    []ledger.Hash
 	failedAt map[ledger.Hash][]peer.ID // for hashes that failed and are not verified
 	asked    int                       // hashes in requests in flight
 	verified int
-	reused   int // subtrees taken from the base instead of discovered
+	reused   int // subtrees taken from the base or the store instead of discovered
 }
 
 // maxFailedAt bounds how many failing peers a hash remembers. Past it the
@@ -39,23 +48,23 @@ type status uint8
 const (
 	waiting status = iota + 1
 	asked
-	verified
 )
 
 func newFrontier() *frontier {
 	return &frontier{
-		status:   make(map[ledger.Hash]status),
+		pending:  make(map[ledger.Hash]status),
 		failedAt: make(map[ledger.Hash][]peer.ID),
 	}
 }
 
-// discover adds h as waiting, unless it is already known. It reports whether
-// h was new.
+// discover adds h as waiting, unless it is already pending. It reports
+// whether h was new. A hash verified before is not remembered, and would be
+// taken as new: in a tree that does not happen.
 func (f *frontier) discover(h ledger.Hash) bool {
-	if _, ok := f.status[h]; ok {
+	if _, ok := f.pending[h]; ok {
 		return false
 	}
-	f.status[h] = waiting
+	f.pending[h] = waiting
 	f.fresh = append(f.fresh, h)
 	return true
 }
@@ -63,7 +72,8 @@ func (f *frontier) discover(h ledger.Hash) bool {
 // take appends to dst up to max waiting hashes to ask peer to, marks them
 // asked, and returns dst. Retries come first, except those that peer has
 // failed before; those are taken only if anyPeer is set (when nobody else is
-// going to ask for them soon). Then fresh hashes, in discovery order.
+// going to ask for them soon). Then fresh hashes, the most recently
+// discovered ones, in the order they were discovered (siblings together).
 func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []ledger.Hash {
 	if len(f.retry) > 0 {
 		keep := f.retry[:0]
@@ -76,22 +86,32 @@ func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []
 		}
 		f.retry = keep
 	}
-	for len(dst) < max && f.head < len(f.fresh) {
-		dst = append(dst, f.fresh[f.head])
-		f.head++
+	if n := min(max-len(dst), len(f.fresh)-f.head); n > 0 {
+		if len(f.fresh)-f.head < wideEnough {
+			dst = append(dst, f.fresh[f.head:f.head+n]...)
+			clear(f.fresh[f.head : f.head+n])
+			f.head += n
+		} else {
+			top := len(f.fresh) - n
+			dst = append(dst, f.fresh[top:]...)
+			f.fresh = f.fresh[:top]
+		}
 	}
+	for _, h := range dst {
+		f.pending[h] = asked
+	}
+	f.asked += len(dst)
 	if f.head == len(f.fresh) {
 		f.fresh, f.head = f.fresh[:0], 0
 	} else if f.head > 4096 && f.head*2 > len(f.fresh) {
-		// Drop the taken prefix now and then, so the queue's memory
-		// follows the hashes waiting, not every hash ever discovered.
 		n := copy(f.fresh, f.fresh[f.head:])
 		f.fresh, f.head = f.fresh[:n], 0
 	}
-	for _, h := range dst {
-		f.status[h] = asked
+	if cap(f.fresh) > 4*wideEnough && len(f.fresh)*4 < cap(f.fresh) {
+		// Give back the queue's memory once it has shrunk well below
+		// what it once needed.
+		f.fresh = slices.Clip(slices.Clone(f.fresh))
 	}
-	f.asked += len(dst)
 	return dst
 }
 
@@ -102,7 +122,7 @@ func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []
 func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
 	n := 0
 	for _, h := range hashes {
-		if f.status[h] != asked {
+		if f.pending[h] != asked {
 			continue
 		}
 		at := f.failedAt[h]
@@ -112,7 +132,7 @@ func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
 			}
 			f.failedAt[h] = append(at, failed)
 		}
-		f.status[h] = waiting
+		f.pending[h] = waiting
 		f.asked--
 		f.retry = append(f.retry, h)
 		n++
@@ -126,12 +146,13 @@ func (f *frontier) failedBy(h ledger.Hash, p peer.ID) bool {
 	return slices.Contains(f.failedAt[h], p)
 }
 
-// verify marks an asked hash verified and reports whether it was asked.
+// verify marks an asked hash verified, forgetting it, and reports whether
+// it was asked.
 func (f *frontier) verify(h ledger.Hash) bool {
-	if f.status[h] != asked {
+	if f.pending[h] != asked {
 		return false
 	}
-	f.status[h] = verified
+	delete(f.pending, h)
 	f.asked--
 	f.verified++
 	delete(f.failedAt, h)
@@ -141,15 +162,23 @@ func (f *frontier) verify(h ledger.Hash) bool {
 // waitingCount returns how many hashes wait to be asked.
 func (f *frontier) waitingCount() int { return len(f.fresh) - f.head + len(f.retry) }
 
-// known returns how many hashes have been discovered.
-func (f *frontier) known() int { return len(f.status) }
+// known returns how many hashes have been discovered: verified or pending.
+func (f *frontier) known() int { return f.verified + len(f.pending) }
 
-// reuse records a subtree the fetch takes from its base: its root is not
-// discovered, and never asked for.
+// reuse records a subtree the fetch takes from its base or its store: its
+// root is not discovered, and never asked for.
 func (f *frontier) reuse() { f.reused++ }
 
 // complete reports whether every discovered hash is verified, and the tree
-// has begun: something was verified or taken from the base.
+// has begun: something was verified or taken from the base or the store.
 func (f *frontier) complete() bool {
-	return (f.verified > 0 || f.reused > 0) && f.verified == len(f.status)
+	return (f.verified > 0 || f.reused > 0) && len(f.pending) == 0
 }
+
+// wideEnough is how many fresh hashes must wait before take turns from
+// the oldest (breadth first: the shallowest, whose answers bring the most
+// new hashes) to the newest (depth first). Below it, the fetch needs work
+// more than it needs to save memory: a fetch through many peers has
+// thousands of hashes in flight, and a frontier narrower than that leaves
+// channels idle.
+var wideEnough = 16384

@@ -147,6 +147,7 @@ func (ps *Peerset) Deliver(from peer.ID, id peer.RequestID, response any) error 
 	now := ps.cfg.Clock.Now()
 	results, valid := examine(r.hashes, response, make([]itemResult, 0, len(r.hashes)))
 	reuse(ps.cfg.Base, results)
+	ps.waitToApply() // outside the lock: a store far behind slows the answers
 
 	ps.mu.Lock()
 	if ps.finished {

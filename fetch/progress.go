@@ -13,7 +13,7 @@ type Progress struct {
 	Elapsed  time.Duration
 	Verified int     // objects that arrived and verified
 	Known    int     // hashes discovered so far
-	Expected int     // Config.Expected (0 if unknown)
+	Expected int     // Config.Expected, less the nodes resumed from Config.Store (0 if unknown)
 	Rate     float64 // verified objects per second since the previous snapshot
 	// InFlight counts the fetch's requests in flight: sent, not ended, and
 	// holding a channel of the host's. It is never more than Channels (see
@@ -125,7 +125,7 @@ func (s *state) progressLocked(elapsed time.Duration, l hostLoad) Progress {
 		Elapsed:  elapsed,
 		Verified: s.front.verified,
 		Known:    s.front.known(),
-		Expected: s.cfg.Expected,
+		Expected: max(s.cfg.Expected-s.resumed, 0), // what this run downloads
 		InFlight: inFlightOf(s.tally.inFlight, l),
 		Channels: l.channels,
 		Peers:    l.peers,
@@ -137,6 +137,7 @@ func (s *state) progressLocked(elapsed time.Duration, l hostLoad) Progress {
 // Progress goes out, and the Report and error are built. w is what watch
 // returned; l is the host's load now.
 func (s *state) end(strategy string, start time.Time, w watched, l hostLoad, dropped Dropped) (Report, error) {
+	stored := s.stopWriter()
 	now := s.cfg.Clock.Now()
 	w.channels.add(l.channels)
 	s.mu.Lock()
@@ -156,6 +157,8 @@ func (s *state) end(strategy string, start time.Time, w watched, l hostLoad, dro
 			cause = fmt.Errorf("fetch ended early") // not reached: watch returns nil only when complete
 		}
 		err = s.incompleteLocked(cause, l.peers)
+	} else if stored != nil {
+		err = stored // every node verified, but the store lacks some
 	}
 	s.mu.Unlock()
 	if s.cfg.Progress != nil {

@@ -17,10 +17,11 @@ type Report struct {
 
 	Objects     int      `json:"objects"`            // nodes that arrived and verified
 	Known       int      `json:"known"`              // nodes discovered (Objects of them verified)
-	Expected    int      `json:"expected,omitempty"` // Config.Expected
+	Expected    int      `json:"expected,omitempty"` // Config.Expected, less Resumed: what this fetch had to download, less Resumed: what this fetch had to download
 	Bytes       int64    `json:"bytes"`              // their serialized size
 	Reused      int      `json:"reused"`             // nodes taken from Config.Base instead of fetched
 	ReusedBytes int64    `json:"reused_bytes"`       // their serialized size
+	Resumed     int      `json:"resumed"`            // nodes found in Config.Store when the fetch began, not fetched
 	Wall        Duration `json:"wall_seconds"`       // from Run's start to its end
 	Rate        float64  `json:"objects_per_second"` // Objects / Wall
 
@@ -122,9 +123,10 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		Complete:     s.front.complete(),
 		Objects:      s.front.verified,
 		Known:        s.front.known(),
-		Expected:     s.cfg.Expected,
+		Expected:     max(s.cfg.Expected-s.resumed, 0),
 		Bytes:        t.bytes,
 		Reused:       t.reused,
+		Resumed:      s.resumed,
 		ReusedBytes:  t.reusedBytes,
 		Wall:         Duration(wall),
 		Requests:     t.requests,

@@ -441,6 +441,7 @@ func (r *request) OnResponse(_ peer.RequestID, from peer.ID, response any) {
 	now := b.cfg.Clock.Now()
 	results := examineObjects(r.hashes, response.(ledger.Objects), make([]itemResult, 0, len(r.hashes)))
 	reuse(b.cfg.Base, results)
+	b.waitToApply() // outside the lock: a store far behind slows the answers
 	b.mu.Lock()
 	if b.finished {
 		b.mu.Unlock()

@@ -14,7 +14,8 @@ import (
 // and how the fetch ends. Each strategy embeds one and takes mu around every
 // use; the methods whose names end in Locked expect it held.
 type state struct {
-	cfg Config // fixed at creation
+	cfg    Config       // fixed at creation
+	writer *storeWriter // writes to cfg.Store; nil without one. Fixed at creation, started by beginLocked.
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
@@ -28,6 +29,7 @@ type state struct {
 	finished     bool            // Run is returning: callbacks must change nothing
 	doneClosed   bool
 	done         chan struct{} // closed when complete or fatal
+	resumed      int           // nodes found in cfg.Store when the fetch began
 }
 
 // failKind says why a request ended without a usable answer.
@@ -40,7 +42,15 @@ const (
 )
 
 func newState(cfg Config) *state {
-	return &state{cfg: cfg, front: newFrontier(), tally: newTally(), timing: newTiming(cfg), verdicts: newVerdicts(cfg), done: make(chan struct{})}
+	s := &state{cfg: cfg, front: newFrontier(), tally: newTally(), timing: newTiming(cfg), verdicts: newVerdicts(cfg), done: make(chan struct{})}
+	if cfg.Store != nil {
+		s.writer = newWriter(cfg.Store, func(err error) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.failLocked(err)
+		})
+	}
+	return s
 }
 
 // newTiming returns the policy behind Run's deadlines: RFC 6298's estimate
@@ -57,9 +67,19 @@ func newTiming(cfg Config) timeouts.Policy {
 
 // beginLocked starts the fetch at now with the root as its only known hash,
 // or, if the base holds the root, with the nodes under it the base lacks
-// (none, usually: then the fetch is complete at once).
+// (none, usually: then the fetch is complete at once). With a store, it
+// resumes from what the store holds instead (see resumeLocked), and starts
+// the writer that end stops.
 func (s *state) beginLocked(now time.Time) {
 	s.lastVerified = now
+	if s.cfg.Store != nil {
+		s.resumeLocked()
+		// The stall is counted from here: reading a large store takes a
+		// while, and verifies nothing.
+		s.lastVerified = s.cfg.Clock.Now()
+		s.writer.start()
+		return
+	}
 	if s.cfg.Base != nil {
 		if t, lacking := walkBase(s.cfg.Base, s.cfg.Root); t.nodes > 0 {
 			s.reusedLocked(t)
@@ -71,6 +91,49 @@ func (s *state) beginLocked(now time.Time) {
 		}
 	}
 	s.front.discover(s.cfg.Root)
+}
+
+// resumeLocked starts the fetch from what its store holds: the tree under
+// the root that an earlier fetch kept before it was stopped or killed. The
+// nodes held count as resumed and are never asked for; the nodes they name
+// and the store lacks (or the base: see resumeWalk) are what is fetched.
+// Nothing else is read from the store afterwards: a node the store lacks
+// has no descendant there worth reading, since the fetch keeps parents
+// before their children. It walks the whole stored tree with the lock
+// held, before the fetch has sent anything.
+func (s *state) resumeLocked() {
+	r := resumeWalk(s.cfg.Store, s.cfg.Base, s.cfg.Root)
+	if r.tree.nodes > 0 {
+		s.front.reuse()
+		s.resumed = r.tree.nodes
+	}
+	for _, t := range r.reused {
+		s.reusedLocked(t)
+	}
+	for _, h := range r.lacking {
+		s.front.discover(h)
+	}
+	s.checkDoneLocked()
+}
+
+// stopWriter writes what the fetch verified and has not written yet, and
+// returns the first error the store gave, if any. It is called once, as the
+// fetch ends, without the lock.
+func (s *state) stopWriter() error {
+	if s.writer == nil {
+		return nil
+	}
+	_, err := s.writer.stop()
+	return err
+}
+
+// waitToApply is called before an answer is applied, outside the lock: it
+// waits while too many verified nodes wait for the store (see
+// storeWriter.waitRoom).
+func (s *state) waitToApply() {
+	if s.writer != nil {
+		s.writer.waitRoom()
+	}
 }
 
 // reusedLocked counts a subtree taken from the base.
@@ -107,6 +170,9 @@ func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []item
 			}
 			t.bytes += int64(r.size)
 			p.objects++
+			if s.writer != nil {
+				s.writer.add(r.hash, r.data)
+			}
 			if s.cfg.Received != nil {
 				s.cfg.Received(r.hash, r.data)
 			}

@@ -113,8 +113,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // from what was fetched (and reused) has the ledger's account_hash.
 func fetchWith(ctx context.Context, o options, src source, strategy string, progress func(fetch.Progress), warn func(string)) (*result, error) {
 	l := src.ledger
+	store, err := openStore(o.store)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := store.close(); err != nil {
+			warn(fmt.Sprintf("closing the store: %v", err))
+		}
+	}()
 	cfg := fetch.Config{
-		Root:          l.Root(),
+		Root:          src.rootHash(),
+		Store:         store,
 		Expected:      src.expected(),
 		Batch:         o.batch,
 		Timeout:       o.timeout,
@@ -124,11 +134,6 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	}
 	if src.base != nil {
 		cfg.Base = src.base
-	}
-	var got *fetched
-	if src.header != nil {
-		got = &fetched{}
-		cfg.Received = got.Put
 	}
 	// A peer the fetch judges useless (it serves another ledger, say) is
 	// disconnected for good; the network exists only once the host does.
@@ -169,8 +174,9 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	nw.close()
 	stop()
 	res := newResult(rep, o, roles, events, err)
+	res.noteStore(o, store)
 	if src.header != nil {
-		res.checkAccountHash(o, src, got, rep.Complete)
+		res.checkAccountHash(o, src, store, rep.Complete)
 	}
 	return &res, err
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/timeouts"
 )
@@ -33,6 +34,9 @@ type options struct {
 	wait      time.Duration // for the peers to connect before the fetch starts
 	ledger    string        // a real ledger file to serve and fetch, instead of a generated one
 	base      string        // a real ledger file the fetch starts from (incremental)
+	store     string        // the node store's directory; "" for a temporary one
+	root      ledger.Hash   // with -connect: the peers' root, instead of generating the ledger
+	expect    int           // with -root: the ledger's node count, if known
 }
 
 // errUsage marks errors in the command line; run exits with 2 for them.
@@ -42,7 +46,7 @@ var errUsage = errors.New("usage")
 // stderr and returns flag.ErrHelp.
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var latency, strategy, connect string
+	var latency, strategy, connect, root string
 	fs := flag.NewFlagSet("ledgerfetch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -84,6 +88,9 @@ Flags:
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "the longest a request may wait for its response (through the scheduler, a request to a peer whose response times are known waits their RTO, at least 500ms)")
 	fs.DurationVar(&o.stall, "stall", 20*time.Second, "give up when no object has verified for this long")
 	fs.DurationVar(&o.wait, "wait", 5*time.Second, "how long to wait for the peers to connect before fetching")
+	fs.StringVar(&o.store, "store", "", "keep the fetched objects on disk in this directory (a Pebble store), and resume from what it holds: a fetch killed midway and run again asks only for what is missing (default: a temporary directory, removed at the end; \"mem\": in memory, to compare)")
+	fs.StringVar(&root, "root", "", "with -connect: the root hash (hex) of the ledger the peers serve, as ledgerpeer prints it, instead of generating the ledger from -objects and -seed")
+	fs.IntVar(&o.expect, "expect", 0, "with -root: the ledger's node count, as ledgerpeer prints it, to show progress against (0: unknown)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return o, err
@@ -96,6 +103,9 @@ Flags:
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if err := o.check(given, latency, strategy, connect); err != nil {
+		return o, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := o.checkStore(root); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return o, nil

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/internal/fixtures"
 	"github.com/peersched/peersched/ledger"
 	"github.com/peersched/peersched/tcpnet"
@@ -135,7 +136,7 @@ func TestConnectRealLedger(t *testing.T) {
 // or when a node is missing; an incomplete fetch is not checked.
 func TestAccountHashCheck(t *testing.T) {
 	l := smallLedger(t, 3)
-	all := &fetched{}
+	all := &fetch.MemStore{}
 	for h := range l.Hashes() {
 		data, _ := l.Get(h)
 		all.Put(h, data)
@@ -163,12 +164,12 @@ func TestAccountHashCheck(t *testing.T) {
 	}
 
 	r = result{}
-	r.checkAccountHash(o, src, &fetched{}, true)
+	r.checkAccountHash(o, src, &fetch.MemStore{}, true)
 	if r.Verified == nil || *r.Verified || !strings.Contains(r.VerifyError, "neither fetched nor in the base") {
 		t.Fatalf("%+v", r)
 	}
 	r = result{}
-	r.checkAccountHash(o, src, &fetched{}, false)
+	r.checkAccountHash(o, src, &fetch.MemStore{}, false)
 	if r.Verified != nil || r.AccountHash == "" {
 		t.Fatalf("an incomplete fetch was checked: %+v", r)
 	}

@@ -39,15 +39,18 @@ type result struct {
 	// For an incremental fetch (-base): the ledger it started from.
 	BaseFile  string `json:"base_file,omitempty"`
 	BaseIndex uint32 `json:"base_ledger_index,omitempty"`
+	// With -store: the directory the objects were kept in (Resumed says
+	// how many a fetch found there as it began).
+	StoreDir string `json:"store_dir,omitempty"`
 
 	roleByPeer map[peer.ID]role
 }
 
-// checkAccountHash rebuilds the state map from the nodes the fetch received
-// and the base's (see fetched.rebuild) and records whether its root is the
-// real ledger's account_hash. An incomplete fetch is not checked: it fails
+// checkAccountHash rebuilds the state map from the nodes the fetch stored
+// and the base's (see rebuild) and records whether its root is the real
+// ledger's account_hash. An incomplete fetch is not checked: it fails
 // anyway.
-func (r *result) checkAccountHash(o options, src source, got *fetched, complete bool) {
+func (r *result) checkAccountHash(o options, src source, got fetch.Store, complete bool) {
 	r.LedgerFile, r.LedgerIndex, r.AccountHash = o.ledger, src.header.Seq, strings.ToUpper(src.header.AccountHash.Hex())
 	if src.base != nil {
 		r.BaseFile, r.BaseIndex = o.base, src.baseHd.Seq
@@ -60,7 +63,7 @@ func (r *result) checkAccountHash(o options, src source, got *fetched, complete 
 		base = src.base
 	}
 	ok := false
-	root, err := got.rebuild(src.ledger.Root(), base)
+	root, err := rebuild(got, src.ledger.Root(), base)
 	switch {
 	case err != nil:
 		r.VerifyError = fmt.Sprintf("cannot rebuild the state map: %v", err)
@@ -130,6 +133,9 @@ func writeReport(w io.Writer, r result) {
 	if r.BaseFile != "" {
 		fmt.Fprintf(w, "  base         %d (%s): %s objects reused (%s), %s fetched\n",
 			r.BaseIndex, r.BaseFile, commas(r.Reused), size(r.ReusedBytes), commas(r.Objects))
+	}
+	if r.StoreDir != "" || r.Resumed > 0 {
+		fmt.Fprintf(w, "  store        %s: %s objects resumed from it, %s fetched\n", r.StoreDir, commas(r.Resumed), commas(r.Objects))
 	}
 	fmt.Fprintf(w, "  requests     %s sent, %s answered, %s hedges at the tail\n", commas(r.Requests), commas(r.Answered), commas(r.Hedges))
 	fmt.Fprintf(w, "  failures     %s timed out, %s refused by busy peers, %s by disconnection, %s of the wrong type, %s sends refused\n",

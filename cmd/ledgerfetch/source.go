@@ -10,7 +10,9 @@ import (
 // from: a generated ledger, or a real one read from a file, with its header,
 // and possibly a real base ledger for an incremental fetch.
 type source struct {
-	ledger *ledger.Ledger
+	ledger *ledger.Ledger // nil with -root: the peers have it, this process does not
+	root   ledger.Hash    // with -root
+	nodes  int            // with -root: -expect
 	header *ledger.Header // nil for a generated ledger
 	base   *ledger.Ledger // nil unless -base
 	baseHd *ledger.Header
@@ -19,6 +21,11 @@ type source struct {
 // loadSource generates or loads the ledgers o names. Loading checks each
 // file's account_hash and ledger hash (see ledger.Load).
 func loadSource(o options) (source, error) {
+	if o.root != (ledger.Hash{}) {
+		// Nothing to build: generating a ledger of millions of leaves
+		// takes minutes and gigabytes, for its root hash only.
+		return source{root: o.root, nodes: o.expect}, nil
+	}
 	if o.ledger == "" {
 		l, err := ledger.Generate(o.seed, o.objects)
 		return source{ledger: l}, err
@@ -41,8 +48,19 @@ func loadSource(o options) (source, error) {
 // expected is how many nodes the fetch will download, if known: all of the
 // ledger's, unless it starts from a base.
 func (s source) expected() int {
-	if s.base != nil {
+	switch {
+	case s.ledger == nil:
+		return s.nodes
+	case s.base != nil:
 		return 0
 	}
 	return s.ledger.Len()
+}
+
+// rootHash is the root the fetch starts from.
+func (s source) rootHash() ledger.Hash {
+	if s.ledger == nil {
+		return s.root
+	}
+	return s.ledger.Root()
 }

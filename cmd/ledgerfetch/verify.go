@@ -7,23 +7,20 @@ import (
 	"github.com/peersched/peersched/ledger"
 )
 
-// fetched keeps the nodes a fetch received (fetch.Config.Received), so that a
-// real ledger's fetch can be checked against its account_hash by rebuilding
-// the state map from them, sharing nothing with the tree the peers served
-// but the leaves' contents.
-type fetched struct{ fetch.MemStore }
-
-// rebuild gathers the leaves under root from the fetched nodes and, for the
-// subtrees the fetch reused, from base (nil if none), and builds their state
-// map from scratch. It returns the new map's root, which is the ledger's
-// account_hash only if the fetch brought (or reused) the whole state.
-func (f *fetched) rebuild(root ledger.Hash, base fetch.Store) (ledger.Hash, error) {
+// rebuild gathers the leaves under root from the fetched nodes (the node
+// store, which holds what this fetch and any it resumed from brought) and,
+// for the subtrees the fetch reused, from base (nil if none), and builds
+// their state map from scratch, sharing nothing with the tree the peers
+// served but the leaves' contents. It returns the new map's root, which is
+// the ledger's account_hash only if the fetch brought (or reused) the whole
+// state.
+func rebuild(fetched fetch.Store, root ledger.Hash, base fetch.Store) (ledger.Hash, error) {
 	var entries []ledger.Entry
 	todo := []ledger.Hash{root}
 	for len(todo) > 0 {
 		h := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		data, ok := f.Get(h)
+		data, ok := fetched.Get(h)
 		if !ok && base != nil {
 			data, ok = base.Get(h)
 		}

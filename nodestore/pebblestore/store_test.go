@@ -1,0 +1,104 @@
+package pebblestore
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/peersched/peersched/fetch"
+	"github.com/peersched/peersched/ledger"
+)
+
+// leafOf returns a real node (a ledger's only leaf) and its hash.
+func leafOf(t *testing.T, seed uint64) fetch.Node {
+	t.Helper()
+	l, err := ledger.Generate(seed, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, ok := l.Get(l.Root())
+	if !ok {
+		t.Fatal("the generated ledger lacks its root")
+	}
+	return fetch.Node{Hash: l.Root(), Data: data}
+}
+
+func open(t *testing.T, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestGetVerifies: Get returns a value only if it hashes to its key; one
+// that does not (another node's bytes, a truncated or altered copy, nothing
+// at all) reads as absent.
+func TestGetVerifies(t *testing.T) {
+	good, other := leafOf(t, 1), leafOf(t, 2)
+	altered := bytes.Clone(good.Data)
+	altered[len(altered)-1] ^= 1
+	for _, c := range []struct {
+		name   string
+		stored []byte // nil: nothing stored under good.Hash
+		found  bool
+	}{
+		{"absent", nil, false},
+		{"the node", good.Data, true},
+		{"another node's bytes", other.Data, false},
+		{"half written", good.Data[:len(good.Data)/2], false},
+		{"one bit flipped", altered, false},
+		{"empty", []byte{}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := open(t, t.TempDir())
+			defer s.Close()
+			if c.stored != nil {
+				if err := s.Write([]fetch.Node{{Hash: good.Hash, Data: c.stored}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data, ok := s.Get(good.Hash)
+			if ok != c.found || (ok && !bytes.Equal(data, good.Data)) {
+				t.Fatalf("Get = %d bytes, %v; want found %v", len(data), ok, c.found)
+			}
+		})
+	}
+}
+
+// TestKeepsAcrossReopen: what Write returned from is there after Close and
+// Open, and Count counts it.
+func TestKeepsAcrossReopen(t *testing.T) {
+	dir := t.TempDir()
+	nodes := []fetch.Node{leafOf(t, 1), leafOf(t, 2), leafOf(t, 3)}
+	s := open(t, dir)
+	if err := s.Write(nodes[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Write(nodes[2:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir)
+	defer s.Close()
+	for _, n := range nodes {
+		if data, ok := s.Get(n.Hash); !ok || !bytes.Equal(data, n.Data) {
+			t.Fatalf("node %s: %v", n.Hash, ok)
+		}
+	}
+	if n, err := s.Count(); n != 3 || err != nil {
+		t.Fatalf("Count = %d, %v", n, err)
+	}
+}
+
+// TestOpenFails: a directory that cannot be one (a file's path) is an
+// error, not a panic.
+func TestOpenFails(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	if _, err := Open("/dev/null/store"); err == nil {
+		t.Fatal("opened a store under /dev/null")
+	}
+}
