@@ -219,9 +219,13 @@ func TestChaosReport(t *testing.T) {
 			if !d.Chaos || kills == 0 {
 				t.Fatalf("chaos %v, %d kills: %+v", d.Chaos, kills, d.Events)
 			}
+			// A peer never killed may still have failures: on the real
+			// clock, a loaded machine (the race detector, CI) can make a
+			// request outlive its timeout. What chaos must not cause is a
+			// disconnection it did not inject, checked peer by peer above.
 			for _, p := range d.PeerDetails {
-				if p.Failures > 0 && d.Events[p.ID].Kills == 0 {
-					t.Errorf("%s: %d failures, never killed", p.ID, p.Failures)
+				if c := d.Events[p.ID]; c.Kills == 0 && c.Disconnections > 0 {
+					t.Errorf("%s: disconnected %d times, never killed", p.ID, c.Disconnections)
 				}
 			}
 			for id, ro := range d.Roles {
