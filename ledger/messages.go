@@ -10,6 +10,20 @@ type GetObjects struct {
 	Hashes []Hash
 }
 
+// AsGetObjects returns the GetObjects that message is, sent by value or by
+// (non-nil) pointer, as a transport accepts it; false for anything else.
+func AsGetObjects(message any) (GetObjects, bool) {
+	switch m := message.(type) {
+	case GetObjects:
+		return m, true
+	case *GetObjects:
+		if m != nil {
+			return *m, true
+		}
+	}
+	return GetObjects{}, false
+}
+
 // Objects answers a GetObjects: one Object per requested hash the peer has,
 // normally in the order asked. As in rippled, a node the peer lacks is left
 // out rather than marked. A peer may be wrong or lying, so a fetcher matches

@@ -207,3 +207,28 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestAsGetObjects(t *testing.T) {
+	want := GetObjects{Hashes: []Hash{{1}, {2}}}
+	for _, tc := range []struct {
+		name    string
+		message any
+		ok      bool
+	}{
+		{"value", want, true},
+		{"pointer", &want, true},
+		{"nil pointer", (*GetObjects)(nil), false},
+		{"an answer", Objects{}, false},
+		{"nil", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := AsGetObjects(tc.message)
+			if ok != tc.ok {
+				t.Fatalf("ok %v, want %v", ok, tc.ok)
+			}
+			if ok && len(got.Hashes) != 2 || !ok && got.Hashes != nil {
+				t.Fatalf("got %v", got)
+			}
+		})
+	}
+}

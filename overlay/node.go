@@ -72,16 +72,8 @@ func (l *link) Send(id peer.RequestID, message any) error {
 	if id == 0 {
 		return nil // a notification: nothing to serve
 	}
-	var req ledger.GetObjects
-	switch m := message.(type) {
-	case ledger.GetObjects:
-		req = m
-	case *ledger.GetObjects:
-		if m == nil {
-			return errNotObjects
-		}
-		req = *m
-	default:
+	req, ok := ledger.AsGetObjects(message)
+	if !ok {
 		return fmt.Errorf("%w, not %T", errNotObjects, message)
 	}
 	l.sim.clock.at(l.latency, func() { l.sim.arrive(l, id, req.Hashes) })

@@ -87,17 +87,8 @@ func (p *Peer) Send(requestID peer.RequestID, message any) error {
 		p.stats.Notifications++
 		return nil
 	}
-	var req ledger.GetObjects
-	switch m := message.(type) {
-	case ledger.GetObjects:
-		req = m
-	case *ledger.GetObjects:
-		if m == nil {
-			p.stats.Refused++
-			return fmt.Errorf("%w: nil %T", ErrUnsupported, message)
-		}
-		req = *m
-	default:
+	req, ok := ledger.AsGetObjects(message)
+	if !ok {
 		p.stats.Refused++
 		return fmt.Errorf("%w: %T", ErrUnsupported, message)
 	}
