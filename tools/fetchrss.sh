@@ -5,18 +5,21 @@
 # a temporary directory; "mem": in memory), printing each fetch's rate and
 # the fetcher's own peak RSS (GNU time's maximum resident set size).
 # Binaries are built into $BIN (default: a temporary directory), unless
-# both are there already.
+# both are there already. FETCH_CPUS and PEER_CPUS, if set, pin the fetcher
+# and the peers to those CPUs (taskset -c), so that they do not share cores,
+# as when the peers are other machines.
 set -euo pipefail
 leaves=${1:?leaves}; peers=${2:?peers}; shift 2
 stores=("${@:-disk}")
 bin=${BIN:-$(mktemp -d)}
 [ -x "$bin/ledgerfetch" ] && [ -x "$bin/ledgerpeer" ] || go build -o "$bin/" ./cmd/ledgerfetch ./cmd/ledgerpeer
+pin() { local cpus=$1; shift; if [ -n "$cpus" ]; then taskset -c "$cpus" "$@"; else "$@"; fi; }
 work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 for i in $(seq 1 "$peers"); do
-  "$bin/ledgerpeer" -objects "$leaves" -listen 127.0.0.1:0 > "$work/peer$i.out" 2>&1 &
+  pin "${PEER_CPUS:-}" "$bin/ledgerpeer" -objects "$leaves" -listen 127.0.0.1:0 > "$work/peer$i.out" 2>&1 &
   pids+=($!)
 done
 addrs=()
@@ -30,7 +33,7 @@ connect=$(IFS=,; echo "${addrs[*]}")
 echo "ledger $root: $leaves leaves, $nodes nodes, $peers ledgerpeer processes"
 for store in "${stores[@]}"; do
   arg=(); [ "$store" = mem ] && arg=(-store mem)
-  /usr/bin/time -f "peak RSS %M KB, CPU %U s user %S s sys" "$bin/ledgerfetch" -connect "$connect" -root "$root" -expect "$nodes" "${arg[@]}" \
+  pin "${FETCH_CPUS:-}" /usr/bin/time -f "peak RSS %M KB, CPU %U s user %S s sys" "$bin/ledgerfetch" -connect "$connect" -root "$root" -expect "$nodes" "${arg[@]}" \
     > "$work/fetch.out" 2> "$work/fetch.err" || { cat "$work/fetch.err"; exit 1; }
   echo "store $store: $(grep -E "^(INCOMPLETE: )?fetched" "$work/fetch.out"); $(grep "peak RSS" "$work/fetch.err")"
 done
