@@ -117,6 +117,8 @@ func (f *floor) outstanding() int {
 	return f.slots.Used()
 }
 
+func (f *floor) waitOutstanding() { f.out.waitNonEmpty() }
+
 func (f *floor) close() {}
 
 func (f *floor) err() error { return nil }

@@ -49,11 +49,12 @@ type outstanding struct {
 // If shared is set it takes its own lock, for the parallel benchmarks; the
 // serial ones leave it unset so the harness adds no lock of its own.
 type fifo struct {
-	shared bool
-	mu     sync.Mutex
-	buf    []outstanding
-	head   int
-	n      int
+	shared   bool
+	mu       sync.Mutex
+	nonEmpty sync.Cond // on mu, signalled by push; shared FIFOs only
+	buf      []outstanding
+	head     int
+	n        int
 }
 
 func newFIFO(capacity int, shared bool) *fifo {
@@ -61,7 +62,9 @@ func newFIFO(capacity int, shared bool) *fifo {
 	for size < capacity {
 		size *= 2
 	}
-	return &fifo{shared: shared, buf: make([]outstanding, size)}
+	f := &fifo{shared: shared, buf: make([]outstanding, size)}
+	f.nonEmpty.L = &f.mu
+	return f
 }
 
 func (f *fifo) push(o outstanding) {
@@ -78,6 +81,22 @@ func (f *fifo) push(o outstanding) {
 	}
 	f.buf[(f.head+f.n)&(len(f.buf)-1)] = o
 	f.n++
+	if f.shared {
+		f.nonEmpty.Signal()
+	}
+}
+
+// waitNonEmpty blocks until a shared FIFO holds a request. Goroutines that
+// find it empty sleep here rather than spin: with runtime.Gosched, sixteen
+// goroutines spinning on an empty FIFO spent 89% of the CPU in the Go
+// runtime's scheduler lock, and the benchmark measured that instead of the
+// system (BENCHMARKS.md, "Past two cores").
+func (f *fifo) waitNonEmpty() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for f.n == 0 {
+		f.nonEmpty.Wait()
+	}
 }
 
 func (f *fifo) pop() (outstanding, bool) {
@@ -145,6 +164,10 @@ type system interface {
 	// It is safe to call from several goroutines at once if the system
 	// was built for parallel use.
 	step() error
+	// waitOutstanding blocks until a request is outstanding for step to
+	// answer; for systems built for parallel use, whose step may find none
+	// while another goroutine is sending one.
+	waitOutstanding()
 	// answered returns how many requests have been answered so far.
 	answered() uint64
 	// outstanding returns how many requests are outstanding.

@@ -3,7 +3,6 @@ package bench
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 )
 
@@ -118,15 +117,16 @@ func BenchmarkLifecycleParallel(b *testing.B) {
 }
 
 // stepShared steps a system that other goroutines step too. Another
-// goroutine may be running the scheduler's callbacks, and so sending the
-// request that replaces one it answered; until it has, the FIFO may be
-// empty for a moment.
+// goroutine may be answering the request that replaces one it answered and
+// not have sent it yet (with callbacks on the scheduler's goroutine, that
+// goroutine sends it); until it has, the FIFO may be empty for a moment,
+// and the step waits for a request.
 func stepShared(sys system) error {
 	for {
 		err := sys.step()
 		if !errors.Is(err, errFIFOEmpty) {
 			return err
 		}
-		runtime.Gosched()
+		sys.waitOutstanding()
 	}
 }

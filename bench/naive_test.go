@@ -148,6 +148,8 @@ func (n *naive) outstanding() int {
 }
 
 // close stops every timer, so a million of them do not linger for an hour.
+func (n *naive) waitOutstanding() { n.out.waitNonEmpty() }
+
 func (n *naive) close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()

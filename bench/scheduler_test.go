@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -219,9 +218,11 @@ func (sys *schedSystem) step() error {
 		if sys.inline {
 			return errFIFOEmpty
 		}
-		runtime.Gosched()
+		sys.out.waitNonEmpty()
 	}
 }
+
+func (sys *schedSystem) waitOutstanding() { sys.out.waitNonEmpty() }
 
 func (sys *schedSystem) answered() uint64 { return sys.rcv.responses.Load() }
 
