@@ -141,6 +141,7 @@ func TestCrashResume(t *testing.T) {
 		Known    int     `json:"known"`
 		Resumed  int     `json:"resumed"`
 		Wall     float64 `json:"wall_seconds"`
+		Merged   float64 `json:"store_compaction_seconds"`
 		Peers    []struct {
 			Objects int `json:"objects"`
 		} `json:"peers"`
@@ -154,6 +155,9 @@ func TestCrashResume(t *testing.T) {
 	if !rep.Complete || rep.Resumed != stored || rep.Objects != l.Len()-stored || rep.Known != rep.Objects || served != rep.Objects {
 		t.Fatalf("resumed %d (the store held %d), fetched %d (peers served %d) of %d known, ledger has %d nodes, complete %v",
 			rep.Resumed, stored, rep.Objects, served, rep.Known, l.Len(), rep.Complete)
+	}
+	if rep.Merged <= 0 {
+		t.Fatalf("the complete fetch did not compact its store (store_compaction_seconds %v)", rep.Merged)
 	}
 
 	st, err = pebblestore.Open(dir)

@@ -175,6 +175,14 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	stop()
 	res := newResult(rep, o, roles, events, err)
 	res.noteStore(o, store)
+	if rep.Complete {
+		took, err := store.compact(ctx)
+		if err != nil {
+			// What was written is all there, only not merged yet.
+			warn(fmt.Sprintf("compacting the store (its nodes are kept): %v", err))
+		}
+		res.StoreCompaction = fetch.Duration(took)
+	}
 	if src.header != nil {
 		res.checkAccountHash(o, src, store, rep.Complete)
 	}

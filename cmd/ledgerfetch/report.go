@@ -42,6 +42,9 @@ type result struct {
 	// With -store: the directory the objects were kept in (Resumed says
 	// how many a fetch found there as it began).
 	StoreDir string `json:"store_dir,omitempty"`
+	// How long merging the store's files took once a complete fetch had
+	// written them (see nodeStore.compact); after the fetch's wall time.
+	StoreCompaction fetch.Duration `json:"store_compaction_seconds,omitempty"`
 
 	roleByPeer map[peer.ID]role
 }
@@ -135,7 +138,11 @@ func writeReport(w io.Writer, r result) {
 			r.BaseIndex, r.BaseFile, commas(r.Reused), size(r.ReusedBytes), commas(r.Objects))
 	}
 	if r.StoreDir != "" || r.Resumed > 0 {
-		fmt.Fprintf(w, "  store        %s: %s objects resumed from it, %s fetched\n", r.StoreDir, commas(r.Resumed), commas(r.Objects))
+		merged := ""
+		if r.StoreCompaction > 0 {
+			merged = fmt.Sprintf(", compacted after the fetch in %s", time.Duration(r.StoreCompaction).Round(time.Millisecond))
+		}
+		fmt.Fprintf(w, "  store        %s: %s objects resumed from it, %s fetched%s\n", r.StoreDir, commas(r.Resumed), commas(r.Objects), merged)
 	}
 	fmt.Fprintf(w, "  requests     %s sent, %s answered, %s hedges at the tail\n", commas(r.Requests), commas(r.Answered), commas(r.Hedges))
 	fmt.Fprintf(w, "  failures     %s timed out, %s refused by busy peers, %s by disconnection, %s of the wrong type, %s sends refused\n",

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
@@ -15,7 +17,8 @@ import (
 // directory, which a later run resumes from, or a temporary one.
 type nodeStore struct {
 	fetch.NodeStore
-	closer    io.Closer // the Pebble store; nil in memory
+	closer    io.Closer          // the Pebble store; nil in memory
+	disk      *pebblestore.Store // the same; nil in memory
 	dir       string
 	temporary bool // made for this fetch, removed by close
 }
@@ -45,7 +48,7 @@ func openStore(dir string) (*nodeStore, error) {
 		}
 		return nil, fmt.Errorf("-store: %w", err)
 	}
-	return &nodeStore{NodeStore: s, closer: s, dir: dir, temporary: temporary}, nil
+	return &nodeStore{NodeStore: s, closer: s, disk: s, dir: dir, temporary: temporary}, nil
 }
 
 // close closes the store, and removes it if it was temporary.
@@ -58,6 +61,19 @@ func (s *nodeStore) close() error {
 		err = errors.Join(err, os.RemoveAll(s.dir))
 	}
 	return err
+}
+
+// compact merges what a complete fetch wrote to a store on disk that is
+// kept (see pebblestore.Store.Compact), and returns how long that took: a
+// temporary store is removed unread, and one in memory has nothing to
+// merge, so neither is compacted (0).
+func (s *nodeStore) compact(ctx context.Context) (time.Duration, error) {
+	if s.disk == nil || s.temporary {
+		return 0, nil
+	}
+	start := time.Now()
+	err := s.disk.Compact(ctx)
+	return time.Since(start), err
 }
 
 // noteStore records the store's directory in r, unless it was temporary.

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/ledger"
 )
 
@@ -75,5 +77,43 @@ func TestOpenStore(t *testing.T) {
 	}
 	if _, ok := mem.Get(ledger.Hash{1}); ok || mem.close() != nil {
 		t.Fatal("the in-memory store is not empty, or fails to close")
+	}
+}
+
+// TestCompactOnlyKeptStores: a store on disk that -store names is
+// compacted; a temporary one, removed unread, and one in memory are not.
+func TestCompactOnlyKeptStores(t *testing.T) {
+	l, err := ledger.Generate(1, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []fetch.Node
+	for h := range l.Hashes() {
+		data, _ := l.Get(h)
+		nodes = append(nodes, fetch.Node{Hash: h, Data: data})
+	}
+	for _, c := range []struct {
+		dir       string
+		compacted bool
+	}{{"", false}, {memStore, false}, {t.TempDir() + "/kept", true}} {
+		s, err := openStore(c.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Write(nodes); err != nil {
+			t.Fatal(err)
+		}
+		took, err := s.compact(context.Background())
+		if err != nil || (took > 0) != c.compacted {
+			t.Errorf("-store %q: compacted in %v (%v); want compacted %v", c.dir, took, err, c.compacted)
+		}
+		for _, n := range nodes {
+			if data, ok := s.Get(n.Hash); !ok || !bytes.Equal(data, n.Data) {
+				t.Fatalf("-store %q: node %s lost", c.dir, n.Hash)
+			}
+		}
+		if err := s.close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -5,11 +5,23 @@
 //
 // Pebble is a log-structured merge tree: a write goes to its write-ahead
 // log and an in-memory table, flushed to disk in sorted files that are
-// merged in the background. A fetch writes nodes whose keys are hashes,
-// random by nature, at tens of megabytes a second; an LSM turns that into
-// sequential writes, where a B+tree (bbolt) would touch a random page per
-// key and split pages as it goes. Pebble is also what CockroachDB runs on,
-// kept by its authors, in pure Go.
+// merged later. A fetch writes nodes whose keys are hashes, random by
+// nature, at tens of megabytes a second; an LSM turns that into sequential
+// writes, where a B+tree (bbolt) would touch a random page per key and
+// split pages as it goes. Pebble is also what CockroachDB runs on, kept by
+// its authors, in pure Go.
+//
+// A fetch is a bulk load: every key is new, none is overwritten or
+// deleted, and nothing is read until it ends. Merging while it writes, as
+// Pebble does by default, would cost more than the fetch itself: random
+// keys make every flushed file overlap every other, so each merge
+// rewrites everything below it (about six times each node at four million
+// leaves, doubling the fetcher's CPU). So the store merges nothing on its
+// own: every flushed file stays in level 0, a Bloom filter each, and a
+// lookup probes them all. Compact merges them once, when a fetch has
+// ended and the store is kept to be read; that costs about a microsecond a
+// node, a third of what merging as it went did. A store only ever resumed
+// from, or thrown away, need not be compacted at all.
 //
 // Writes are not synced to the disk one by one (pebble.NoSync): what Write
 // has returned is in the write-ahead log in the operating system's hands,
@@ -20,8 +32,10 @@
 package pebblestore
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -40,13 +54,11 @@ const cacheBytes = 8 << 20
 
 // memTableBytes is the size of Pebble's in-memory table, where writes go
 // before they are flushed to a file on disk; Pebble holds two at most while
-// one is being flushed. Node hashes are random, so every flushed file spans
-// the whole key space and is merged with everything below it: a larger
-// table means fewer merges per node. At a million leaves 32 MB (default
-// 4 MB) cost 9% less CPU per node than 16 MB, and 64 MB 22% less; at four
-// million, 64 MB saved only 4% more than 32 MB, and built without cgo,
-// where Pebble keeps its tables on the Go heap, it doubled the fetcher's
-// peak RSS (443 MB against 228 MB). See BENCHMARKS.md.
+// one is being flushed. Each flush adds a file to level 0, and one more
+// Bloom filter for each lookup to probe until Compact: at 32 MB (default
+// 4 MB), about fifty at four million leaves. Built without cgo, Pebble
+// keeps these tables on the Go heap, where 64 MB doubled the fetcher's
+// peak RSS (443 MB against 228 MB).
 var memTableBytes uint64 = 32 << 20
 
 // Store is a node store in a directory on disk. It is safe for concurrent
@@ -64,11 +76,15 @@ func Open(dir string) (*Store, error) {
 	// watches for slow disks from a goroutine of its own, which a failed
 	// Open leaves running.
 	opts := &pebble.Options{Cache: cache, FS: vfs.Default, Logger: quiet{}, MemTableSize: memTableBytes}
-	// Merges run in the background, one at a time by default: with spare
-	// cores, a fetch writing hundreds of thousands of nodes a second needs
-	// more of them, or Pebble stops its writes until they catch up.
-	compactors := max(1, runtime.GOMAXPROCS(0)/4)
-	opts.CompactionConcurrencyRange = func() (int, int) { return 1, compactors }
+	// No merges but Compact's (see the package's doc), and so no limit on
+	// the files level 0 may hold before Pebble stops writes to let merges
+	// catch up: none would.
+	opts.DisableAutomaticCompactions = true
+	opts.L0StopWritesThreshold = math.MaxInt32
+	// Compact splits its work into merges that run at once, one by
+	// default.
+	mergers := max(1, runtime.GOMAXPROCS(0)/2)
+	opts.CompactionConcurrencyRange = func() (int, int) { return 1, mergers }
 	for i := range opts.Levels {
 		// Nodes are hashes and random-looking payloads: compressing them
 		// costs CPU and saves nothing.
@@ -118,6 +134,27 @@ func (s *Store) Write(nodes []fetch.Node) error {
 	}
 	return nil
 }
+
+// Compact merges the files the store's writes left in level 0 into
+// Pebble's levels, so that a lookup reads one file a level instead of
+// probing every file written (see the package's doc). It is worth calling
+// once a fetch has ended, if the store is kept to be read; it may run
+// beside Get and Write, and a store killed while it runs loses nothing.
+func (s *Store) Compact(ctx context.Context) error {
+	if err := s.db.Compact(ctx, []byte{}, afterEveryHash[:], true); err != nil {
+		return fmt.Errorf("pebblestore: compacting: %w", err)
+	}
+	return nil
+}
+
+// afterEveryHash is a key greater than every node's: Compact's end, which
+// it excludes.
+var afterEveryHash = func() (k [len(ledger.Hash{}) + 1]byte) {
+	for i := range k {
+		k[i] = 0xff
+	}
+	return k
+}()
 
 // Count returns how many values the store holds, whether or not they are
 // nodes. It reads every key: for tests and tools, not for a fetch.

@@ -2,6 +2,8 @@ package pebblestore
 
 import (
 	"bytes"
+	"context"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/peersched/peersched/fetch"
@@ -91,6 +93,58 @@ func TestKeepsAcrossReopen(t *testing.T) {
 	if n, err := s.Count(); n != 3 || err != nil {
 		t.Fatalf("Count = %d, %v", n, err)
 	}
+}
+
+// TestCompactMergesLevelZero: writes leave every flushed file in level 0,
+// merging none (a fetch's bulk load); Compact merges them all, and every
+// node reads back the same before and after.
+func TestCompactMergesLevelZero(t *testing.T) {
+	defer func(was uint64) { memTableBytes = was }(memTableBytes)
+	memTableBytes = 256 << 10 // several flushes from a small ledger
+	l, err := ledger.Generate(1, 4_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []fetch.Node
+	for h := range l.Hashes() {
+		data, _ := l.Get(h)
+		nodes = append(nodes, fetch.Node{Hash: h, Data: data})
+	}
+	// In no order of their keys, as a fetch writes them: each flushed
+	// file then overlaps the others, which is what Pebble merges.
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	s := open(t, t.TempDir())
+	defer s.Close()
+	for i := 0; i < len(nodes); i += 500 {
+		if err := s.Write(nodes[i:min(i+500, len(nodes))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	readsBack := func(when string) {
+		for _, n := range nodes {
+			if data, ok := s.Get(n.Hash); !ok || !bytes.Equal(data, n.Data) {
+				t.Fatalf("%s: node %s: %v", when, n.Hash, ok)
+			}
+		}
+		if n, err := s.Count(); n != len(nodes) || err != nil {
+			t.Fatalf("%s: Count = %d, %v; want %d", when, n, err, len(nodes))
+		}
+	}
+	m := s.db.Metrics()
+	if files := m.Levels[0].TablesCount; files < 4 || m.Compact.Count != 0 || m.Compact.NumInProgress != 0 {
+		t.Fatalf("after writing %d nodes: %d files in level 0, %d merges; want at least 4 files and no merge", len(nodes), files, m.Compact.Count)
+	}
+	readsBack("before Compact")
+	if err := s.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if files := s.db.Metrics().Levels[0].TablesCount; files != 0 {
+		t.Fatalf("after Compact: %d files in level 0, want 0", files)
+	}
+	readsBack("after Compact")
 }
 
 // TestOpenFails: a directory that cannot be one (a file's path) is an
