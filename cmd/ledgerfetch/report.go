@@ -42,8 +42,9 @@ type result struct {
 	// With -store: the directory the objects were kept in (Resumed says
 	// how many a fetch found there as it began).
 	StoreDir string `json:"store_dir,omitempty"`
-	// How long merging the store's files took once a complete fetch had
-	// written them (see nodeStore.compact); after the fetch's wall time.
+	// How long merging the store's files took, outside the fetch's wall
+	// time: what a killed fetch left, before resuming, and what a complete
+	// fetch wrote, after it (see nodeStore.compact).
 	StoreCompaction fetch.Duration `json:"store_compaction_seconds,omitempty"`
 
 	roleByPeer map[peer.ID]role
@@ -140,7 +141,7 @@ func writeReport(w io.Writer, r result) {
 	if r.StoreDir != "" || r.Resumed > 0 {
 		merged := ""
 		if r.StoreCompaction > 0 {
-			merged = fmt.Sprintf(", compacted after the fetch in %s", time.Duration(r.StoreCompaction).Round(time.Millisecond))
+			merged = fmt.Sprintf(", its files merged in %s", time.Duration(r.StoreCompaction).Round(time.Millisecond))
 		}
 		fmt.Fprintf(w, "  store        %s: %s objects resumed from it, %s fetched%s\n", r.StoreDir, commas(r.Resumed), commas(r.Objects), merged)
 	}

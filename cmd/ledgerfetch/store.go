@@ -63,10 +63,10 @@ func (s *nodeStore) close() error {
 	return err
 }
 
-// compact merges what a complete fetch wrote to a store on disk that is
-// kept (see pebblestore.Store.Compact), and returns how long that took: a
-// temporary store is removed unread, and one in memory has nothing to
-// merge, so neither is compacted (0).
+// compact merges the files of a store on disk that is kept (see
+// pebblestore.Store.Compact), and returns how long that took: a temporary
+// store is removed unread, and one in memory has nothing to merge, so
+// neither is compacted (0).
 func (s *nodeStore) compact(ctx context.Context) (time.Duration, error) {
 	if s.disk == nil || s.temporary {
 		return 0, nil

@@ -138,9 +138,15 @@ func (s *Store) Write(nodes []fetch.Node) error {
 // Compact merges the files the store's writes left in level 0 into
 // Pebble's levels, so that a lookup reads one file a level instead of
 // probing every file written (see the package's doc). It is worth calling
-// once a fetch has ended, if the store is kept to be read; it may run
-// beside Get and Write, and a store killed while it runs loses nothing.
+// once a fetch has ended, if the store is kept to be read, and before a
+// fetch resumes from a store that a killed one left unmerged: the resume
+// reads every node it holds. With nothing in level 0, it does nothing. It
+// may run beside Get and Write, and a store killed while it runs loses
+// nothing.
 func (s *Store) Compact(ctx context.Context) error {
+	if s.db.Metrics().Levels[0].TablesCount == 0 {
+		return nil
+	}
 	if err := s.db.Compact(ctx, []byte{}, afterEveryHash[:], true); err != nil {
 		return fmt.Errorf("pebblestore: compacting: %w", err)
 	}
