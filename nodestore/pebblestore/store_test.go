@@ -24,6 +24,26 @@ func leafOf(t *testing.T, seed uint64) fetch.Node {
 	return fetch.Node{Hash: l.Root(), Data: data}
 }
 
+// shuffledNodes returns the nodes of a generated ledger of leaves leaves in
+// no order of their keys, as a fetch writes them: each file Pebble
+// flushes then overlaps the others, which is what it merges. (In the
+// order of their keys, the files would not overlap, and nothing would
+// need merging.)
+func shuffledNodes(tb testing.TB, leaves int) []fetch.Node {
+	tb.Helper()
+	l, err := ledger.Generate(1, leaves)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var nodes []fetch.Node
+	for h := range l.Hashes() {
+		data, _ := l.Get(h)
+		nodes = append(nodes, fetch.Node{Hash: h, Data: data})
+	}
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	return nodes
+}
+
 func open(t *testing.T, dir string) *Store {
 	t.Helper()
 	s, err := Open(dir)
@@ -101,18 +121,7 @@ func TestKeepsAcrossReopen(t *testing.T) {
 func TestCompactMergesLevelZero(t *testing.T) {
 	defer func(was uint64) { memTableBytes = was }(memTableBytes)
 	memTableBytes = 256 << 10 // several flushes from a small ledger
-	l, err := ledger.Generate(1, 4_000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodes []fetch.Node
-	for h := range l.Hashes() {
-		data, _ := l.Get(h)
-		nodes = append(nodes, fetch.Node{Hash: h, Data: data})
-	}
-	// In no order of their keys, as a fetch writes them: each flushed
-	// file then overlaps the others, which is what Pebble merges.
-	rand.New(rand.NewPCG(1, 2)).Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	nodes := shuffledNodes(t, 4_000)
 	s := open(t, t.TempDir())
 	defer s.Close()
 	for i := 0; i < len(nodes); i += 500 {

@@ -3,23 +3,12 @@ package pebblestore
 import (
 	"fmt"
 	"testing"
-
-	"github.com/peersched/peersched/fetch"
-	"github.com/peersched/peersched/ledger"
 )
 
 // BenchmarkWrite writes a ledger's nodes in batches of a given size: the
 // cost per node of the disk store, and how batching changes it.
 func BenchmarkWrite(b *testing.B) {
-	l, err := ledger.Generate(1, 50_000)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var nodes []fetch.Node
-	for h := range l.Hashes() {
-		data, _ := l.Get(h)
-		nodes = append(nodes, fetch.Node{Hash: h, Data: data})
-	}
+	nodes := shuffledNodes(b, 50_000)
 	for _, batch := range []int{64, 1024, 4096} {
 		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
 			for b.Loop() {
