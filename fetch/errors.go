@@ -20,7 +20,7 @@ var (
 type IncompleteError struct {
 	Verified int // objects that arrived and verified
 	Known    int // hashes discovered so far (Verified of them done)
-	Expected int // Config.Expected; 0 if unknown
+	Expected int // Config.Expected less the nodes resumed from Config.Store; 0 if unknown
 	Peers    int // peers connected when the fetch ended
 	// Cause is why it ended: the context's error, an error wrapping
 	// ErrStalled, scheduler.ErrStopped, or a broken ledger.
@@ -99,7 +99,7 @@ func (s *state) incompleteLocked(cause error, peers int) *IncompleteError {
 	return &IncompleteError{
 		Verified: s.front.verified,
 		Known:    s.front.known(),
-		Expected: s.cfg.Expected,
+		Expected: s.expectedLocked(),
 		Peers:    peers,
 		Cause:    cause,
 		Useless:  slices.Clone(s.verdicts.useless),

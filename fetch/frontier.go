@@ -107,10 +107,10 @@ func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []
 		n := copy(f.fresh, f.fresh[f.head:])
 		f.fresh, f.head = f.fresh[:n], 0
 	}
-	if cap(f.fresh) > 4*wideEnough && len(f.fresh)*4 < cap(f.fresh) {
+	if cap(f.fresh) > 4*wideEnough && (len(f.fresh)-f.head)*4 < cap(f.fresh) {
 		// Give back the queue's memory once it has shrunk well below
-		// what it once needed.
-		f.fresh = slices.Clip(slices.Clone(f.fresh))
+		// what it once needed; the hashes already taken go with it.
+		f.fresh, f.head = slices.Clip(slices.Clone(f.fresh[f.head:])), 0
 	}
 	return dst
 }

@@ -83,7 +83,9 @@ func (s *state) judgeLocked(from peer.ID, results []itemResult, now time.Time) {
 			ID: string(from), Reason: v.Useless.Error(),
 			Judged: v.Useless.Judged, Missing: v.Useless.Missing, Corrupt: v.Useless.Corrupt,
 		})
-		s.verdicts.pending = append(s.verdicts.pending, v.Useless)
+		if s.cfg.Disconnect != nil {
+			s.verdicts.pending = append(s.verdicts.pending, v.Useless)
+		}
 	}
 }
 
@@ -152,10 +154,6 @@ func (s *state) stopWakeLocked() {
 // takeDisconnectsLocked returns the peers judged useless that are still to
 // be handed to Config.Disconnect, and forgets them.
 func (s *state) takeDisconnectsLocked() []*penalty.UselessError {
-	if len(s.verdicts.pending) == 0 || s.cfg.Disconnect == nil {
-		s.verdicts.pending = s.verdicts.pending[:0]
-		return nil
-	}
 	p := s.verdicts.pending
 	s.verdicts.pending = nil
 	return p

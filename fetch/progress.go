@@ -125,7 +125,7 @@ func (s *state) progressLocked(elapsed time.Duration, l hostLoad) Progress {
 		Elapsed:  elapsed,
 		Verified: s.front.verified,
 		Known:    s.front.known(),
-		Expected: max(s.cfg.Expected-s.resumed, 0), // what this run downloads
+		Expected: s.expectedLocked(), // what this run downloads
 		InFlight: inFlightOf(s.tally.inFlight, l),
 		Channels: l.channels,
 		Peers:    l.peers,

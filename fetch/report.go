@@ -17,7 +17,7 @@ type Report struct {
 
 	Objects     int      `json:"objects"`            // nodes that arrived and verified
 	Known       int      `json:"known"`              // nodes discovered (Objects of them verified)
-	Expected    int      `json:"expected,omitempty"` // Config.Expected, less Resumed: what this fetch had to download, less Resumed: what this fetch had to download
+	Expected    int      `json:"expected,omitempty"` // Config.Expected, less Resumed: what this fetch had to download
 	Bytes       int64    `json:"bytes"`              // their serialized size
 	Reused      int      `json:"reused"`             // nodes taken from Config.Base instead of fetched
 	ReusedBytes int64    `json:"reused_bytes"`       // their serialized size
@@ -123,7 +123,7 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		Complete:     s.front.complete(),
 		Objects:      s.front.verified,
 		Known:        s.front.known(),
-		Expected:     max(s.cfg.Expected-s.resumed, 0),
+		Expected:     s.expectedLocked(),
 		Bytes:        t.bytes,
 		Reused:       t.reused,
 		Resumed:      s.resumed,

@@ -30,6 +30,7 @@ type state struct {
 	doneClosed   bool
 	done         chan struct{} // closed when complete or fatal
 	resumed      int           // nodes found in cfg.Store when the fetch began
+	toWrite      []Node        // an answer's verified nodes, for the writer; reused
 }
 
 // failKind says why a request ended without a usable answer.
@@ -123,8 +124,7 @@ func (s *state) stopWriter() error {
 	if s.writer == nil {
 		return nil
 	}
-	_, err := s.writer.stop()
-	return err
+	return s.writer.stop()
 }
 
 // waitToApply is called before an answer is applied, outside the lock: it
@@ -134,6 +134,13 @@ func (s *state) waitToApply() {
 	if s.writer != nil {
 		s.writer.waitRoom()
 	}
+}
+
+// expectedLocked returns Config.Expected less the nodes resumed from the
+// store: what this run has to download, as its progress, report and error
+// count it (0: not given).
+func (s *state) expectedLocked() int {
+	return max(s.cfg.Expected-s.resumed, 0)
 }
 
 // reusedLocked counts a subtree taken from the base.
@@ -171,7 +178,7 @@ func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []item
 			t.bytes += int64(r.size)
 			p.objects++
 			if s.writer != nil {
-				s.writer.add(r.hash, r.data)
+				s.toWrite = append(s.toWrite, Node{Hash: r.hash, Data: r.data})
 			}
 			if s.cfg.Received != nil {
 				s.cfg.Received(r.hash, r.data)
@@ -194,6 +201,11 @@ func (s *state) answeredLocked(asked []ledger.Hash, from peer.ID, results []item
 		case itemUndecodable:
 			s.failLocked(fmt.Errorf("node %s verifies against its hash but does not decode: the ledger is broken", r.hash.Hex()))
 		}
+	}
+	if len(s.toWrite) > 0 {
+		s.writer.add(s.toWrite)
+		clear(s.toWrite) // the writer holds the data now; this array must not
+		s.toWrite = s.toWrite[:0]
 	}
 	if progressed {
 		s.lastVerified = now

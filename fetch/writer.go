@@ -3,8 +3,6 @@ package fetch
 import (
 	"fmt"
 	"sync"
-
-	"github.com/peersched/peersched/ledger"
 )
 
 // Bounds on the nodes verified and not yet written, in bytes of node data.
@@ -37,7 +35,6 @@ type storeWriter struct {
 	started  bool
 	stopping bool
 	err      error // the first failed Write's; nothing is written after it
-	written  int
 
 	done chan struct{} // closed when the goroutine has returned
 }
@@ -60,16 +57,22 @@ func (w *storeWriter) start() {
 	}
 }
 
-// add queues one verified node to be written. It does not block.
-func (w *storeWriter) add(h ledger.Hash, data []byte) {
+// add queues verified nodes to be written, in order. It does not block,
+// and does not keep nodes (the slice; their Data it keeps).
+func (w *storeWriter) add(nodes []Node) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err != nil || w.stopping {
+	if w.err != nil || w.stopping || len(nodes) == 0 {
 		return
 	}
-	w.queue = append(w.queue, Node{Hash: h, Data: data})
-	w.queued += len(data)
-	w.cond.Broadcast()
+	idle := len(w.queue) == 0 // the loop waits only for an empty queue to fill
+	w.queue = append(w.queue, nodes...)
+	for _, n := range nodes {
+		w.queued += len(n.Data)
+	}
+	if idle {
+		w.cond.Broadcast()
+	}
 }
 
 // waitRoom blocks while more than maxUnwrittenBytes wait to be written:
@@ -83,9 +86,9 @@ func (w *storeWriter) waitRoom() {
 	}
 }
 
-// stop writes what is queued, stops the goroutine, and returns the number
-// of nodes written and the first Write's error, if one failed.
-func (w *storeWriter) stop() (int, error) {
+// stop writes what is queued, stops the goroutine, and returns the first
+// Write's error, if one failed.
+func (w *storeWriter) stop() error {
 	w.mu.Lock()
 	w.stopping = true
 	w.cond.Broadcast()
@@ -96,7 +99,7 @@ func (w *storeWriter) stop() (int, error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.written, w.err
+	return w.err
 }
 
 func (w *storeWriter) loop() {
@@ -121,8 +124,6 @@ func (w *storeWriter) loop() {
 		if err != nil {
 			w.err = fmt.Errorf("fetch: writing %d nodes to the store: %w", len(batch), err)
 			w.queue, w.queued = nil, 0
-		} else {
-			w.written += len(batch)
 		}
 		w.cond.Broadcast()
 		failed := w.err

@@ -75,7 +75,7 @@ Flags:
 	fs.StringVar(&o.base, "base", "", "with -ledger: start from the nodes of the real ledger in this file, fetching only those it lacks")
 	fs.IntVar(&o.peers, "peers", 16, "in-process peers to start")
 	fs.IntVar(&o.channels, "channels", 0, "requests each peer may have in flight: 0 adapts each peer's limit to how it answers (Vegas; the peer set uses 4), N fixes it at N; peers x N may be at most 4,194,304, the scheduler's cap on requests in flight (262,144 with 16 peers)")
-	fs.IntVar(&o.batch, "batch", 64, "object hashes per request")
+	fs.IntVar(&o.batch, "batch", fetch.DefaultBatch, "object hashes per request")
 	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied (each peer its own median, from 5ms for p00 up to 35ms, the same whatever -peers is), none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
 	fs.Float64Var(&o.loss, "loss", 0, "probability that a peer silently drops a request")
 	fs.BoolVar(&o.chaos, "chaos", false, "kill peers at random moments during the fetch and restart them shortly after")

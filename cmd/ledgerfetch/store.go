@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -17,8 +16,7 @@ import (
 // directory, which a later run resumes from, or a temporary one.
 type nodeStore struct {
 	fetch.NodeStore
-	closer    io.Closer          // the Pebble store; nil in memory
-	disk      *pebblestore.Store // the same; nil in memory
+	disk      *pebblestore.Store // nil in memory
 	dir       string
 	temporary bool // made for this fetch, removed by close
 }
@@ -48,14 +46,14 @@ func openStore(dir string) (*nodeStore, error) {
 		}
 		return nil, fmt.Errorf("-store: %w", err)
 	}
-	return &nodeStore{NodeStore: s, closer: s, disk: s, dir: dir, temporary: temporary}, nil
+	return &nodeStore{NodeStore: s, disk: s, dir: dir, temporary: temporary}, nil
 }
 
 // close closes the store, and removes it if it was temporary.
 func (s *nodeStore) close() error {
 	var err error
-	if s.closer != nil {
-		err = s.closer.Close()
+	if s.disk != nil {
+		err = s.disk.Close()
 	}
 	if s.temporary {
 		err = errors.Join(err, os.RemoveAll(s.dir))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/peersched/peersched/fetch"
 	"github.com/peersched/peersched/internal/fixtures"
 	"github.com/peersched/peersched/overlay"
 	"github.com/peersched/peersched/simnet"
@@ -51,11 +52,11 @@ Flags:
 	}
 	fs.IntVar(&o.cfg.Nodes, "nodes", 1000, "nodes in the overlay, seeders included")
 	fs.IntVar(&o.cfg.Degree, "degree", 8, "neighbours of each node in the random graph")
-	fs.IntVar(&o.cfg.Seeders, "seeders", overlay.DefaultSeeders, "nodes holding the ledger at the start")
+	fs.IntVar(&o.cfg.Seeders, "seeders", overlay.DefaultSeeders, "nodes holding the ledger at the start (unset: at most -nodes - 1)")
 	fs.Uint64Var(&o.cfg.Seed, "seed", 1, "seed of the graph, the latencies, the seeders and the schedulers' rankings")
 	fs.StringVar(&strategies, "strategy", "all", "strategies to run, comma-separated: scheduler (adaptive limits), fixed, peerset; or all")
 	fs.IntVar(&o.cfg.Channels, "channels", overlay.DefaultChannels, "channels per neighbour for the fixed and peerset strategies")
-	fs.IntVar(&o.cfg.Batch, "batch", 64, "hashes per request")
+	fs.IntVar(&o.cfg.Batch, "batch", fetch.DefaultBatch, "hashes per request")
 	fs.StringVar(&o.ledger, "ledger", "", "the real ledger to fetch, a JSON file (default: xrpl-40000.json in ../shared/ledgers)")
 	fs.IntVar(&o.generated, "generated", 0, "fetch a generated ledger of this many leaves instead of a real one")
 	fs.IntVar(&svc.Workers, "workers", svc.Workers, "requests each node serves at once")
@@ -81,17 +82,22 @@ Flags:
 		return bad("unexpected argument %q: every setting is a flag (see -h)", fs.Arg(0))
 	}
 	c := &o.cfg
+	seedersSet := false
+	fs.Visit(func(f *flag.Flag) { seedersSet = seedersSet || f.Name == "seeders" })
+	if !seedersSet {
+		c.Seeders = 0 // the overlay's default, which a small overlay caps at Nodes-1
+	}
 	switch {
 	case c.Nodes < 3:
 		return bad("-nodes %d: want at least 3", c.Nodes)
 	case c.Degree < 2 || c.Degree >= c.Nodes:
 		return bad("-degree %d: want at least 2 and below -nodes (%d)", c.Degree, c.Nodes)
-	case c.Seeders < 1 || c.Seeders >= c.Nodes:
+	case seedersSet && (c.Seeders < 1 || c.Seeders >= c.Nodes):
 		return bad("-seeders %d: want at least 1 and below -nodes (%d)", c.Seeders, c.Nodes)
 	case c.Channels < 1:
 		return bad("-channels %d: want at least 1", c.Channels)
-	case c.Batch < 1 || c.Batch > 4096:
-		return bad("-batch %d: want 1 to 4096", c.Batch)
+	case c.Batch < 1 || c.Batch > fetch.MaxBatch:
+		return bad("-batch %d: want 1 to %d", c.Batch, fetch.MaxBatch)
 	case o.generated < 0:
 		return bad("-generated %d: want a number of leaves, at least 1", o.generated)
 	case o.generated > 0 && o.ledger != "":

@@ -50,6 +50,19 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
+// TestSmallOverlayTakesTheLibrarysSeeders: without -seeders, an overlay
+// too small for the default seeders gets at most -nodes - 1 of them, as
+// overlay.Config does, instead of an error.
+func TestSmallOverlayTakesTheLibrarysSeeders(t *testing.T) {
+	o, err := parseOptions([]string{"-nodes", "3", "-degree", "2"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatalf("-nodes 3 -degree 2: %v", err)
+	}
+	if o.cfg.Seeders != 0 {
+		t.Fatalf("Seeders = %d, want 0 (the overlay's default)", o.cfg.Seeders)
+	}
+}
+
 func TestMissingLedgerFileFails(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	path := filepath.Join(t.TempDir(), "absent.json")

@@ -32,6 +32,7 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -147,7 +148,7 @@ func (s *Store) Compact(ctx context.Context) error {
 	if s.db.Metrics().Levels[0].TablesCount == 0 {
 		return nil
 	}
-	if err := s.db.Compact(ctx, []byte{}, afterEveryHash[:], true); err != nil {
+	if err := s.db.Compact(ctx, []byte{}, afterEveryHash, true); err != nil {
 		return fmt.Errorf("pebblestore: compacting: %w", err)
 	}
 	return nil
@@ -155,12 +156,7 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // afterEveryHash is a key greater than every node's: Compact's end, which
 // it excludes.
-var afterEveryHash = func() (k [len(ledger.Hash{}) + 1]byte) {
-	for i := range k {
-		k[i] = 0xff
-	}
-	return k
-}()
+var afterEveryHash = bytes.Repeat([]byte{0xff}, len(ledger.Hash{})+1)
 
 // Count returns how many values the store holds, whether or not they are
 // nodes. It reads every key: for tests and tools, not for a fetch.
