@@ -147,9 +147,9 @@ func (n *naive) outstanding() int {
 	return len(n.pending)
 }
 
-// close stops every timer, so a million of them do not linger for an hour.
 func (n *naive) waitOutstanding() { n.out.waitNonEmpty() }
 
+// close stops every timer, so a million of them do not linger for an hour.
 func (n *naive) close() {
 	n.mu.Lock()
 	defer n.mu.Unlock()

@@ -46,6 +46,7 @@ type virtualClock struct {
 	queue  timerQueue
 	polled []polledTimer // timers that may be Reset, in the order armed
 	poll   bool          // a poll is queued
+	armed  []func()      // pollTimers' scratch, reused: it never runs twice at once
 }
 
 // PollEvery is how often the virtual clock looks for armed timers that may
@@ -132,7 +133,7 @@ func (c *virtualClock) next(limit time.Time) (func(), bool) {
 // Timers of retired nodes are forgotten.
 func (c *virtualClock) pollTimers() {
 	c.mu.Lock()
-	var armed []func()
+	armed := c.armed[:0]
 	keep := c.polled[:0]
 	for _, p := range c.polled {
 		if p.owner != nil && p.owner.retired {
@@ -152,6 +153,10 @@ func (c *virtualClock) pollTimers() {
 	for _, fn := range armed {
 		fn()
 	}
+	clear(armed) // let the functions go
+	c.mu.Lock()
+	c.armed = armed[:0]
+	c.mu.Unlock()
 }
 
 // retire forgets the timers of n's clock: its node no longer runs a fetch.

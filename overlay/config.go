@@ -74,7 +74,8 @@ type Config struct {
 	// Batch is the fetch's hashes per request; 0 means fetch.DefaultBatch.
 	Batch int
 	// Service is every node's capacity to serve; the zero Service means
-	// DefaultService. Overflow may drop or reject (a refusal the fetch is
+	// DefaultService. BytesPerSecond must be 0: the overlay times answers
+	// by their objects. Overflow may drop or reject (a refusal the fetch is
 	// told of).
 	Service simnet.Service
 	// MinLatency and MaxLatency bound each link's one-way latency, drawn
@@ -139,6 +140,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Service.Workers == 0 {
 		return bad("Service: want at least one worker")
+	}
+	if c.Service.BytesPerSecond != 0 {
+		// A node's answer time counts its objects, not their bytes: the
+		// shared ledger's sizes are not looked up per answer.
+		return bad("Service: BytesPerSecond %d: not modelled in the overlay, want 0", c.Service.BytesPerSecond)
 	}
 	if c.MinLatency == 0 && c.MaxLatency == 0 {
 		c.MinLatency, c.MaxLatency = DefaultMinLatency, DefaultMaxLatency

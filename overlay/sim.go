@@ -247,9 +247,8 @@ func (s *simulation) finish(n *node) {
 	if n.sched != nil {
 		n.sched.Stop()
 	}
-	s.clock.retire(n.clock)
-	s.clock.retire(n.schedClock)
-	n.host, n.sched = nil, nil // its fetch's state can go
+	s.clock.retire(n.schedClock) // n.clock's timers are never polled
+	n.host, n.sched = nil, nil   // its fetch's state can go
 	s.progress()
 }
 

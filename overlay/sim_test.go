@@ -241,6 +241,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.Channels = -1 }, "Channels -1"},
 		{func(c *Config) { c.Batch = 5000 }, "Batch 5000"},
 		{func(c *Config) { c.Service = simnet.Service{Workers: -1} }, "Service"},
+		{func(c *Config) { c.Service = simnet.Service{Workers: 1, BytesPerSecond: 1 << 20} }, "BytesPerSecond"},
 		{func(c *Config) { c.MinLatency, c.MaxLatency = 5, 4 }, "latency"},
 		{func(c *Config) { c.TimeLimit = -1 }, "TimeLimit"},
 	} {

@@ -322,7 +322,7 @@ func (s *Scheduler) undoRequest(generation uint64, i int, id peer.RequestID, byt
 	s.offersMu.Lock()
 	s.requestsMu.Lock()
 	if f, ok := s.table.Unsend(id); ok {
-		s.pool.Unclose(f.Peer)
+		s.pool.Reopen(f.Peer)
 		s.releaseLocked(f.Terms)
 	}
 	s.refundLocked(bytes)
@@ -349,7 +349,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 
 	undo := func() {
 		s.offersMu.Lock()
-		s.pool.Unclose(ref)
+		s.pool.Reopen(ref)
 		s.refundLocked(bytes)
 		s.releaseLocked(terms)
 		s.finishSendLocked(generation, i, false)

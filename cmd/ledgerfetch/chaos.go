@@ -22,11 +22,9 @@ func (n *tcpNetwork) startChaos(seed uint64, events *peerEvents) {
 	n.stopChaos, n.chaosDone = make(chan struct{}), make(chan struct{})
 	rng := rand.New(rand.NewPCG(seed, 0x6368616f73)) // "chaos"
 	exp := func(mean time.Duration) time.Duration { return time.Duration(rng.ExpFloat64() * float64(mean)) }
-	ids := make([]peer.ID, len(n.servers))
 	byID := map[peer.ID]int{}
-	for i := range n.servers {
-		ids[i] = n.serverIDs[i]
-		byID[ids[i]] = i
+	for i, id := range n.serverIDs {
+		byID[id] = i
 	}
 	go func() {
 		defer close(n.chaosDone)
@@ -47,7 +45,7 @@ func (n *tcpNetwork) startChaos(seed uint64, events *peerEvents) {
 			}
 			// Only a connected peer: a kill the host cannot see would
 			// be counted, and never show in the report's failures.
-			up := events.live(ids)
+			up := events.live(n.serverIDs)
 			if len(up) == 0 {
 				continue
 			}

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/peersched/peersched/ledger"
@@ -132,26 +133,10 @@ func peakRSS() int64 {
 		return 0
 	}
 	var kb int64
-	for _, line := range splitLines(string(b)) {
-		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
+	for line := range strings.Lines(string(b)) {
+		if _, err := fmt.Sscanf(strings.TrimSuffix(line, "\n"), "VmHWM: %d kB", &kb); err == nil {
 			return kb * 1024
 		}
 	}
 	return 0
-}
-
-func splitLines(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := 0
-		for i < len(s) && s[i] != '\n' {
-			i++
-		}
-		out = append(out, s[:i])
-		if i < len(s) {
-			i++
-		}
-		s = s[i:]
-	}
-	return out
 }

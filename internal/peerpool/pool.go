@@ -172,15 +172,6 @@ func (pl *Pool) Disconnect(id peer.ID) (Ref, error) {
 	return ref, nil
 }
 
-// Lookup returns the Ref of the connected peer named id.
-func (pl *Pool) Lookup(id peer.ID) (Ref, bool) {
-	slot, ok := pl.slotOf[id]
-	if !ok {
-		return Ref{}, false
-	}
-	return Ref{slot: slot, incarnation: pl.records[slot].incarnation}, true
-}
-
 // Target returns the peer ref names, to send it a message, and how many
 // open channels it has: p is nil if it is gone, and open 0 if it is at its
 // limit.
@@ -220,19 +211,10 @@ func (pl *Pool) Close(ref Ref) (inFlight int) {
 // reports whether that channel opened: it does if the peer is within its
 // limit, and otherwise retires (the peer's limit fell while the message was
 // in flight). It returns false, changing nothing, if the peer is gone (its
-// channels went with it) or has no closed channel.
+// channels went with it) or has no closed channel. It also undoes a Close
+// whose message was never sent, TakeOpened's report included: a sender
+// passed over while the channel was claimed may want it.
 func (pl *Pool) Reopen(ref Ref) bool {
-	r := pl.live(ref)
-	if r == nil || r.closed == 0 {
-		return false
-	}
-	return pl.release(ref.slot, r)
-}
-
-// Unclose undoes a Close whose message was never sent. It is Reopen in
-// every way, TakeOpened's report included: a sender passed over while the
-// channel was claimed may want it.
-func (pl *Pool) Unclose(ref Ref) bool {
 	r := pl.live(ref)
 	if r == nil || r.closed == 0 {
 		return false

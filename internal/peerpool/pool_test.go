@@ -398,7 +398,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 		case op < 7:
 			pl.Reopen(ref)
 		case op < 8:
-			pl.Unclose(ref)
+			pl.Reopen(ref)
 		default:
 			if l := limiters[id]; l != nil {
 				l.next = 1 + rng.IntN(8)
