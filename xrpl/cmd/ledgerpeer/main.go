@@ -1,0 +1,120 @@
+// Command ledgerpeer serves a generated ledger over TCP until interrupted, so
+// that ledgerfetch can fetch across processes or machines:
+//
+//	ledgerpeer -listen 127.0.0.1:7001 -objects 200000 -seed 1 &
+//	ledgerpeer -listen 127.0.0.1:7002 -objects 200000 -seed 1 &
+//	ledgerfetch -connect 127.0.0.1:7001,127.0.0.1:7002 -objects 200000 -seed 1
+//
+// The same -objects and -seed give the same ledger, so every peer serves
+// what the fetcher expects. -ledger serves a real ledger from its file
+// instead (ledgerfetch -connect ... -ledger with the same file fetches it).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/simnet"
+	"github.com/peersched/peersched/xrpl/tcpnet"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run serves until ctx ends and returns the exit code: 0 after a clean
+// shutdown, 1 if it could not serve, 2 for a bad command line. Its first
+// line on stdout names the address it listens on.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ledgerpeer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one)")
+	objects := fs.Int("objects", 200_000, "leaves in the generated ledger")
+	file := fs.String("ledger", "", "serve the real ledger in this JSON file (header and state) instead of a generated one")
+	seed := fs.Uint64("seed", 1, "seed of the ledger and of the peer's random choices")
+	latency := fs.Duration("latency", 0, "delay before each answer")
+	jitter := fs.Duration("jitter", 0, "answers are delayed uniformly within latency ± jitter (at most -latency)")
+	loss := fs.Float64("loss", 0, "probability of ignoring a request, from 0 to 1")
+	misbehave := fs.Float64("misbehave", 0, "probability of lying in an answer, from 0 to 1: spoofed IDs, duplicates, corrupt objects, wrong types")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if err := checkFlags(fs.Args(), *objects, *latency, *jitter, *loss, *misbehave); err != nil {
+		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
+		return 2
+	}
+	var l *ledger.Ledger
+	var err error
+	if *file != "" {
+		if l, _, err = ledger.LoadFile(*file); err != nil {
+			err = fmt.Errorf("-ledger %q: %w", *file, err)
+		}
+	} else {
+		l, err = ledger.Generate(*seed, *objects)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
+		return 2
+	}
+	srv, err := tcpnet.NewServer(tcpnet.ServerConfig{
+		Ledger: l,
+		Seed:   *seed,
+		Behaviour: tcpnet.Behaviour{
+			Latency: simnet.Uniform(*latency-*jitter, *latency+*jitter),
+			Loss:    *loss,
+			Faults:  tcpnet.Misbehaviour(*misbehave),
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
+		return 2
+	}
+	if err := srv.Listen(*listen); err != nil {
+		fmt.Fprintf(stderr, "ledgerpeer: -listen %q: %v\n", *listen, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "ledgerpeer: serving ledger %s (%d objects, %d nodes) on %s\n", l.Root().Hex(), l.Leaves(), l.Len(), srv.Addr())
+	start := time.Now()
+	<-ctx.Done()
+	srv.Close()
+	st := srv.Stats()
+	fmt.Fprintf(stdout, "ledgerpeer: stopped after %v: %d connections, %d requests, %d replies, %d refused\n",
+		time.Since(start).Round(time.Millisecond), st.Accepted, st.Requests, st.Replies, st.Refused)
+	return 0
+}
+
+// checkFlags checks the values flag parsing lets through, each error naming
+// its flag and the reason.
+func checkFlags(extra []string, objects int, latency, jitter time.Duration, loss, misbehave float64) error {
+	switch {
+	case len(extra) > 0:
+		return fmt.Errorf("unexpected arguments %q", extra)
+	case objects < 1:
+		return fmt.Errorf("-objects %d: want at least 1", objects)
+	case latency < 0:
+		return fmt.Errorf("-latency %v: want 0 or more", latency)
+	case jitter < 0:
+		return fmt.Errorf("-jitter %v: want 0 or more", jitter)
+	case jitter > latency:
+		return fmt.Errorf("-jitter %v: want at most -latency (%v), or some delays would be negative", jitter, latency)
+	case !(loss >= 0 && loss <= 1):
+		return fmt.Errorf("-loss %v: want a probability, from 0 to 1", loss)
+	case !(misbehave >= 0 && misbehave <= 1):
+		return fmt.Errorf("-misbehave %v: want a probability, from 0 to 1", misbehave)
+	}
+	return nil
+}

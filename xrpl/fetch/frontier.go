@@ -1,0 +1,184 @@
+package fetch
+
+import (
+	"slices"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/xrpl/ledger"
+)
+
+// frontier knows the node hashes the fetch has discovered and not yet
+// verified: waiting to be asked, or asked (in a request in flight). It is a
+// plain data structure with no locks, no clock and no I/O; a strategy owns
+// one and guards it.
+//
+// A verified hash is counted and forgotten: a ledger is a tree whose every
+// node has one parent, so a verified hash is never discovered again, and
+// remembering every hash ever seen would make the fetch's memory grow with
+// the ledger (about 80 bytes a node). What it keeps is the hashes pending.
+//
+// Waiting hashes sit in two queues. Retries (hashes whose request failed, or
+// that came back missing or bad) go first; fresh hashes (never asked) form
+// a stack, the most recently discovered taken first, so the fetch walks the
+// tree depth first: it finishes the subtrees it has begun before opening
+// new ones, which bounds the hashes waiting by the tree's depth times its
+// fan-out times the requests in flight, not by the width of its widest
+// level (breadth first, the whole leaf level would wait at once). Each hash
+// that has failed remembers the last few peers that failed it, so that take
+// can send it elsewhere: remembering only the last one would bounce a hash
+// between two bad peers.
+type frontier struct {
+	pending  map[ledger.Hash]status // waiting or asked; verified hashes are forgotten
+	fresh    []ledger.Hash          // fresh[head:] wait, oldest first
+	head     int
+	retry    []ledger.Hash
+	failedAt map[ledger.Hash][]peer.ID // for hashes that failed and are not verified
+	asked    int                       // hashes in requests in flight
+	verified int
+	reused   int // subtrees taken from the base or the store instead of discovered
+}
+
+// maxFailedAt bounds how many failing peers a hash remembers. Past it the
+// oldest is forgotten, so a hash that every peer has failed once gets asked
+// around again rather than never.
+const maxFailedAt = 8
+
+type status uint8
+
+const (
+	waiting status = iota + 1
+	asked
+)
+
+func newFrontier() *frontier {
+	return &frontier{
+		pending:  make(map[ledger.Hash]status),
+		failedAt: make(map[ledger.Hash][]peer.ID),
+	}
+}
+
+// discover adds h as waiting, unless it is already pending. It reports
+// whether h was new. A hash verified before is not remembered, and would be
+// taken as new: in a tree that does not happen.
+func (f *frontier) discover(h ledger.Hash) bool {
+	if _, ok := f.pending[h]; ok {
+		return false
+	}
+	f.pending[h] = waiting
+	f.fresh = append(f.fresh, h)
+	return true
+}
+
+// take appends to dst up to max waiting hashes to ask peer to, marks them
+// asked, and returns dst. Retries come first, except those that peer has
+// failed before; those are taken only if anyPeer is set (when nobody else is
+// going to ask for them soon). Then fresh hashes, the most recently
+// discovered ones, in the order they were discovered (siblings together).
+func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []ledger.Hash {
+	if len(f.retry) > 0 {
+		keep := f.retry[:0]
+		for _, h := range f.retry {
+			if len(dst) < max && (anyPeer || !f.failedBy(h, to)) {
+				dst = append(dst, h)
+			} else {
+				keep = append(keep, h)
+			}
+		}
+		f.retry = keep
+	}
+	if n := min(max-len(dst), len(f.fresh)-f.head); n > 0 {
+		if len(f.fresh)-f.head < wideEnough {
+			dst = append(dst, f.fresh[f.head:f.head+n]...)
+			clear(f.fresh[f.head : f.head+n])
+			f.head += n
+		} else {
+			top := len(f.fresh) - n
+			dst = append(dst, f.fresh[top:]...)
+			f.fresh = f.fresh[:top]
+		}
+	}
+	for _, h := range dst {
+		f.pending[h] = asked
+	}
+	f.asked += len(dst)
+	if f.head == len(f.fresh) {
+		f.fresh, f.head = f.fresh[:0], 0
+	} else if f.head > 4096 && f.head*2 > len(f.fresh) {
+		n := copy(f.fresh, f.fresh[f.head:])
+		f.fresh, f.head = f.fresh[:n], 0
+	}
+	if cap(f.fresh) > 4*wideEnough && (len(f.fresh)-f.head)*4 < cap(f.fresh) {
+		// Give back the queue's memory once it has shrunk well below
+		// what it once needed; the hashes already taken go with it.
+		f.fresh, f.head = slices.Clip(slices.Clone(f.fresh[f.head:])), 0
+	}
+	return dst
+}
+
+// putBack returns asked hashes that were not answered usefully to the front
+// of the waiting hashes, to be asked again preferably of a peer that has not
+// failed them, such as failed, and returns how many it put back. Hashes not
+// currently asked are ignored.
+func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
+	n := 0
+	for _, h := range hashes {
+		if f.pending[h] != asked {
+			continue
+		}
+		at := f.failedAt[h]
+		if !slices.Contains(at, failed) {
+			if len(at) == maxFailedAt {
+				at = append(at[:0], at[1:]...)
+			}
+			f.failedAt[h] = append(at, failed)
+		}
+		f.pending[h] = waiting
+		f.asked--
+		f.retry = append(f.retry, h)
+		n++
+	}
+	return n
+}
+
+// failedBy reports whether peer p has failed hash h (among the last few
+// peers that did).
+func (f *frontier) failedBy(h ledger.Hash, p peer.ID) bool {
+	return slices.Contains(f.failedAt[h], p)
+}
+
+// verify marks an asked hash verified, forgetting it, and reports whether
+// it was asked.
+func (f *frontier) verify(h ledger.Hash) bool {
+	if f.pending[h] != asked {
+		return false
+	}
+	delete(f.pending, h)
+	f.asked--
+	f.verified++
+	delete(f.failedAt, h)
+	return true
+}
+
+// waitingCount returns how many hashes wait to be asked.
+func (f *frontier) waitingCount() int { return len(f.fresh) - f.head + len(f.retry) }
+
+// known returns how many hashes have been discovered: verified or pending.
+func (f *frontier) known() int { return f.verified + len(f.pending) }
+
+// reuse records a subtree the fetch takes from its base or its store: its
+// root is not discovered, and never asked for.
+func (f *frontier) reuse() { f.reused++ }
+
+// complete reports whether every discovered hash is verified, and the tree
+// has begun: something was verified or taken from the base or the store.
+func (f *frontier) complete() bool {
+	return (f.verified > 0 || f.reused > 0) && len(f.pending) == 0
+}
+
+// wideEnough is how many fresh hashes must wait before take turns from
+// the oldest (breadth first: the shallowest, whose answers bring the most
+// new hashes) to the newest (depth first). Below it, the fetch needs work
+// more than it needs to save memory: a fetch through many peers has
+// thousands of hashes in flight, and a frontier narrower than that leaves
+// channels idle.
+var wideEnough = 16384

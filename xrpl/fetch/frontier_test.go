@@ -1,0 +1,146 @@
+package fetch
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/xrpl/ledger"
+)
+
+func h(b byte) ledger.Hash { return ledger.Hash{b} }
+
+func TestFrontierTakesRetriesFirstAndAvoidsFailers(t *testing.T) {
+	defer func(w int) { wideEnough = w }(wideEnough)
+	wideEnough = 1 // always depth first
+	f := newFrontier()
+	for b := byte(1); b <= 5; b++ {
+		if !f.discover(h(b)) {
+			t.Fatalf("hash %d not new", b)
+		}
+	}
+	if f.discover(h(1)) {
+		t.Fatal("a known hash was discovered again")
+	}
+	got := f.take(nil, 2, "a", false)
+	if !slices.Equal(got, []ledger.Hash{h(4), h(5)}) {
+		t.Fatalf("took %v, want the last two discovered, in discovery order", got)
+	}
+	f.putBack(got, "a")
+	if f.waitingCount() != 5 || f.asked != 0 {
+		t.Fatalf("waiting %d, asked %d after putting back", f.waitingCount(), f.asked)
+	}
+	// a failed 4 and 5: it gets fresh hashes; b gets the retries first.
+	if got := f.take(nil, 2, "a", false); !slices.Equal(got, []ledger.Hash{h(2), h(3)}) {
+		t.Fatalf("a took %v, want fresh 2 and 3", got)
+	}
+	if got := f.take(nil, 3, "b", false); !slices.Equal(got, []ledger.Hash{h(4), h(5), h(1)}) {
+		t.Fatalf("b took %v, want retries 4, 5 then fresh 1", got)
+	}
+	f.putBack([]ledger.Hash{h(4)}, "b")
+	// 4 has failed at a and b: neither gets it, unless anyPeer.
+	for _, p := range []string{"a", "b"} {
+		if got := f.take(nil, 3, pid(p), false); len(got) != 0 {
+			t.Fatalf("%s took %v though it failed them", p, got)
+		}
+	}
+	if got := f.take(nil, 3, "a", true); !slices.Equal(got, []ledger.Hash{h(4)}) {
+		t.Fatalf("anyPeer took %v", got)
+	}
+	for b := byte(1); b <= 5; b++ {
+		if !f.verify(h(b)) {
+			t.Fatalf("hash %d was not asked", b)
+		}
+	}
+	if f.verify(h(1)) {
+		t.Fatal("verified twice")
+	}
+	if !f.complete() || f.asked != 0 || len(f.failedAt) != 0 || len(f.pending) != 0 || f.known() != 5 {
+		t.Fatalf("complete %v, asked %d, failedAt %v, pending %d, known %d", f.complete(), f.asked, f.failedAt, len(f.pending), f.known())
+	}
+}
+
+// TestFrontierStaysNarrowDepthFirst: fetching a complete tree of fan-out 16
+// and depth 4 (65,536 leaves), answering one batch at a time, the hashes
+// pending never exceed wideEnough plus the depth times the fan-out times a
+// batch (each hash of a batch taken may bring its fan-out), where breadth
+// first they would reach the whole leaf level.
+func TestFrontierStaysNarrowDepthFirst(t *testing.T) {
+	const fanout, depth, batch, wide = 16, 4, 64, 256
+	defer func(w int) { wideEnough = w }(wideEnough)
+	wideEnough = wide
+	type node struct{ level, index int }
+	hashOf := func(n node) ledger.Hash {
+		return ledger.Hash{byte(n.level), byte(n.index >> 16), byte(n.index >> 8), byte(n.index)}
+	}
+	byHash := map[ledger.Hash]node{}
+	f := newFrontier()
+	root := node{0, 0}
+	byHash[hashOf(root)] = root
+	f.discover(hashOf(root))
+	most, leaves := 0, 0
+	for f.waitingCount() > 0 {
+		for _, h := range f.take(nil, batch, "a", false) {
+			if !f.verify(h) {
+				t.Fatalf("%v not asked", h)
+			}
+			n := byHash[h]
+			delete(byHash, h)
+			if n.level == depth {
+				leaves++
+				continue
+			}
+			for i := range fanout {
+				c := node{n.level + 1, n.index*fanout + i}
+				byHash[hashOf(c)] = c
+				f.discover(hashOf(c))
+			}
+		}
+		most = max(most, len(f.pending))
+	}
+	if leaves != 65536 || !f.complete() {
+		t.Fatalf("%d leaves, complete %v", leaves, f.complete())
+	}
+	if limit := wide + depth*fanout*batch; most > limit {
+		t.Fatalf("up to %d hashes pending, want at most %d", most, limit)
+	}
+}
+
+// TestFrontierWidensThenDeepens: while fewer than wideEnough fresh hashes
+// wait, take hands out the oldest first; from wideEnough on, the newest.
+func TestFrontierWidensThenDeepens(t *testing.T) {
+	defer func(w int) { wideEnough = w }(wideEnough)
+	wideEnough = 4
+	f := newFrontier()
+	for b := byte(1); b <= 5; b++ {
+		f.discover(h(b))
+	}
+	for _, want := range [][]ledger.Hash{{h(4), h(5)}, {h(1), h(2)}, {h(3)}} {
+		if got := f.take(nil, 2, "a", false); !slices.Equal(got, want) {
+			t.Fatalf("took %v, want %v", got, want)
+		}
+	}
+}
+
+func TestFrontierForgetsOldestFailer(t *testing.T) {
+	f := newFrontier()
+	f.discover(h(1))
+	for i := range maxFailedAt + 1 {
+		got := f.take(nil, 1, pid(string(rune('a'+i))), true)
+		f.putBack(got, pid(string(rune('a'+i))))
+	}
+	if f.failedBy(h(1), "a") || !f.failedBy(h(1), "b") || len(f.failedAt[h(1)]) != maxFailedAt {
+		t.Fatalf("failedAt %v", f.failedAt[h(1)])
+	}
+}
+
+func TestFrontierPutBackIgnoresUnasked(t *testing.T) {
+	f := newFrontier()
+	f.discover(h(1))
+	f.putBack([]ledger.Hash{h(1), h(2)}, "a")
+	if f.waitingCount() != 1 || len(f.retry) != 0 {
+		t.Fatalf("waiting %d, retry %v", f.waitingCount(), f.retry)
+	}
+}
+
+func pid(s string) peer.ID { return peer.ID(s) }

@@ -1,0 +1,253 @@
+package tcpnet
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/xrpl/wire"
+)
+
+// Host consumes a transport's peers: *scheduler.Scheduler and
+// *fetch.Peerset both are Hosts.
+type Host interface {
+	Connect(p peer.Peer, channels int) error
+	Disconnect(id peer.ID) error
+	Deliver(from peer.ID, id peer.RequestID, response any) error
+}
+
+// Errors from Send.
+var (
+	// ErrClosed: the connection has ended.
+	ErrClosed = errors.New("tcpnet: connection closed")
+	// ErrQueueFull: the writer is behind by ConnConfig.QueueLen frames.
+	ErrQueueFull = errors.New("tcpnet: send queue full")
+)
+
+// Defaults for the zero fields of ConnConfig.
+const (
+	DefaultQueueLen = 256
+	bufferSize      = 64 << 10
+)
+
+// ConnConfig tunes a Conn. The zero value uses the defaults.
+type ConnConfig struct {
+	// QueueLen bounds the frames waiting for the writer. 0 means
+	// DefaultQueueLen.
+	QueueLen int
+	// MaxFrame caps the payload of a frame read (see wire.ReadFrame); 0
+	// means wire.DefaultMaxFrame.
+	MaxFrame int
+	// MaxItems caps the items of a payload read (see wire.DecodeMessage);
+	// 0 means wire.DefaultMaxItems.
+	MaxItems int
+}
+
+// Conn is the host's side of one TCP connection to a peer. It implements
+// peer.Peer and is safe for concurrent use.
+//
+// Its life: NewConn wraps a net.Conn; the host connects the Conn to its Host
+// and then calls Start, which starts the reader and the writer. From then on
+// every response read goes to Host.Deliver, and when the connection ends, for
+// whatever reason (Close, a read or write error, a bad frame), the Conn
+// calls Host.Disconnect once, after its reader and writer have stopped, and
+// then closes Done. A Conn closed before Start never calls the Host.
+//
+// Create a Conn with NewConn; the zero value is not usable.
+type Conn struct {
+	id       peer.ID
+	nc       net.Conn
+	host     Host
+	maxFrame int
+	maxItems int
+	out      chan []byte // encoded frames for the writer
+
+	closed    atomic.Bool   // mirrors err != nil, for Send's fast path
+	closing   chan struct{} // closed when the connection starts to end
+	done      chan struct{} // closed when it has ended (see Done)
+	closeOnce sync.Once
+	doneOnce  sync.Once
+	writer    sync.WaitGroup
+
+	mu sync.Mutex
+	// The following fields are guarded by mu.
+	started bool
+	err     error // why it ended
+}
+
+var _ peer.Peer = (*Conn)(nil)
+
+// NewConn wraps nc, a connection to the peer named id, whose responses go to
+// host. It starts nothing: call Start once the Conn is connected to host.
+func NewConn(nc net.Conn, id peer.ID, host Host, cfg ConnConfig) *Conn {
+	if cfg.QueueLen <= 0 {
+		cfg.QueueLen = DefaultQueueLen
+	}
+	return &Conn{
+		id:       id,
+		nc:       nc,
+		host:     host,
+		maxFrame: cfg.MaxFrame,
+		maxItems: cfg.MaxItems,
+		out:      make(chan []byte, cfg.QueueLen),
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+}
+
+// ID returns the peer's ID.
+func (c *Conn) ID() peer.ID { return c.id }
+
+// Send encodes message (a ledger.GetObjects, or whatever wire.AppendMessage
+// accepts) under requestID and queues it for the writer. It never blocks. It
+// fails, queuing nothing, with ErrClosed, ErrQueueFull, or the encoder's
+// error: wire.ErrUnknownType for a message it cannot encode, wire.ErrIDRange
+// for an ID above 32 bits (give the scheduler RequestIDs()). A message that
+// was queued may still be lost if the connection ends before it is written;
+// the host learns of that through Disconnect.
+func (c *Conn) Send(requestID peer.RequestID, message any) error {
+	if c.closed.Load() {
+		return fmt.Errorf("%w: %q", ErrClosed, c.id)
+	}
+	frame, err := wire.AppendMessage(nil, uint64(requestID), message)
+	if err != nil {
+		return err
+	}
+	return c.enqueue(frame)
+}
+
+func (c *Conn) enqueue(frame []byte) error {
+	select {
+	case c.out <- frame:
+		return nil
+	default:
+		return fmt.Errorf("%w: %q", ErrQueueFull, c.id)
+	}
+}
+
+// Start starts the reader and writer goroutines. Call it once, after
+// connecting the Conn to its Host; a second call does nothing.
+func (c *Conn) Start() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started || c.err != nil {
+		return
+	}
+	c.started = true
+	c.writer.Add(1)
+	go c.write()
+	go c.read()
+}
+
+// Close ends the connection, if it has not ended, and waits until it has:
+// the reader and writer have stopped and, if the Conn was started, the Host
+// has been told. It must not be called from the Host's Deliver (which runs
+// on the reader). It returns nil.
+func (c *Conn) Close() error {
+	c.fail(ErrClosed)
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if !started {
+		// Start can no longer start it (err is set), so nobody else
+		// closes done.
+		c.doneOnce.Do(func() { close(c.done) })
+	}
+	<-c.done
+	return nil
+}
+
+// Done is closed when the connection has ended and the Host has been told.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended (ErrClosed after Close, or the read,
+// write or frame error), or nil while it is up.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// fail starts the end of the connection, recording err as its cause if it is
+// the first. Closing the socket unblocks the reader.
+func (c *Conn) fail(err error) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		c.closed.Store(true)
+		close(c.closing)
+		_ = c.nc.Close()
+	})
+}
+
+// read is the reader goroutine. It owns the end of a started connection:
+// once reading fails it waits for the writer, tells the Host, and closes
+// done.
+func (c *Conn) read() {
+	defer func() {
+		c.writer.Wait()
+		_ = c.host.Disconnect(c.id) // ErrUnknownPeer or ErrStopped: nothing to undo
+		c.doneOnce.Do(func() { close(c.done) })
+	}()
+	br := bufio.NewReaderSize(c.nc, bufferSize)
+	for {
+		f, err := wire.ReadFrame(br, c.maxFrame)
+		if err != nil {
+			c.fail(fmt.Errorf("read from %q: %w", c.id, err))
+			return
+		}
+		id, msg, err := wire.DecodeMessage(f, c.maxItems)
+		if err != nil {
+			c.fail(fmt.Errorf("bad %v frame from %q: %w", f.Type, c.id, err))
+			return
+		}
+		switch msg.(type) {
+		case wire.Ping:
+			pong, _ := wire.AppendMessage(nil, id, wire.Pong{})
+			_ = c.enqueue(pong) // a full queue drops the pong: the peer asks again
+		case wire.Pong:
+		default:
+			// Whatever came under a request ID goes to the Host, which
+			// checks the ID, the sender and (the fetch does) the type.
+			_ = c.host.Deliver(c.id, peer.RequestID(id), msg)
+		}
+	}
+}
+
+// write is the writer goroutine: it writes queued frames through a buffer
+// and flushes whenever the queue is empty, so a burst costs one syscall.
+func (c *Conn) write() {
+	defer c.writer.Done()
+	bw := bufio.NewWriterSize(c.nc, bufferSize)
+	for {
+		select {
+		case <-c.closing:
+			return
+		case frame := <-c.out:
+			if err := writeQueued(bw, frame, c.out); err != nil {
+				c.fail(fmt.Errorf("write to %q: %w", c.id, err))
+				return
+			}
+		}
+	}
+}
+
+// writeQueued writes frame and every frame queued behind it, then flushes.
+func writeQueued(bw *bufio.Writer, frame []byte, queue <-chan []byte) error {
+	for {
+		if _, err := bw.Write(frame); err != nil {
+			return err
+		}
+		select {
+		case frame = <-queue:
+			continue
+		default:
+		}
+		return bw.Flush()
+	}
+}

@@ -1,0 +1,264 @@
+package tcpnet
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/peersched/peersched/xrpl/ledger"
+)
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// Ledger is what the server serves. Required.
+	Ledger *ledger.Ledger
+	// Behaviour is how it answers; the zero value is honest and immediate.
+	Behaviour Behaviour
+	// Seed seeds the behaviour's random choices.
+	Seed uint64
+	// MaxFrame and MaxItems cap what it reads, as in ConnConfig.
+	MaxFrame, MaxItems int
+}
+
+// ServerStats counts what a Server did. Every count only grows.
+type ServerStats struct {
+	Accepted int // connections accepted
+	Requests int // requests read on a connection still up (see plan)
+	Replies  int // replies written
+	Refused  int // connections closed for a bad frame or a read error
+	Drops    int // times Behaviour.DropAfter took the server down
+
+	// Behaviour.Service only; all zero without one.
+	Served        int           // requests admitted to the queue (served at once or after waiting)
+	Overflowed    int           // requests turned away by a full queue (dropped or rejected, as Service.Overflow says)
+	QueueDelay    time.Duration // total time the served requests waited for a worker
+	MaxQueueDelay time.Duration // the longest any of them waited
+}
+
+// Errors from a Server.
+var (
+	// ErrServerClosed: Listen after Close.
+	ErrServerClosed = errors.New("tcpnet: server closed")
+	// ErrListening: Listen while already listening.
+	ErrListening = errors.New("tcpnet: server already listening")
+)
+
+// Server serves one ledger over TCP to every connection it accepts, answering
+// each GetObjects as its Behaviour says and each Ping with a Pong. A frame
+// that is malformed, oversized, of an unknown type, or not a request closes
+// that connection. It is safe for concurrent use. Create one with NewServer.
+//
+// A server can be killed (every connection dropped, no longer listening)
+// and restarted on the same address, which is how a demo simulates a peer
+// that crashes and comes back; a kill also empties its service queue. The
+// zero Server is not usable.
+//
+// A Server runs on real time (time.Now and time.Timer), so inside a
+// testing/synctest bubble it runs on the bubble's virtual time.
+type Server struct {
+	cfg  ServerConfig
+	quit chan struct{} // closed by Close
+	wg   sync.WaitGroup
+
+	mu sync.Mutex
+	// The following fields are guarded by mu.
+	rng    *rand.Rand
+	queue  *serviceQueue // nil without Behaviour.Service
+	ln     net.Listener
+	addr   string
+	conns  map[*serverConn]struct{}
+	closed bool
+	stats  ServerStats
+}
+
+// NewServer returns a server that is not listening yet. It fails if cfg has
+// no Ledger or a Behaviour with impossible probabilities.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Ledger == nil {
+		return nil, errors.New("tcpnet: server needs a ledger")
+	}
+	if err := cfg.Behaviour.validate(); err != nil {
+		return nil, fmt.Errorf("tcpnet: %w", err)
+	}
+	return &Server{
+		cfg:   cfg,
+		quit:  make(chan struct{}),
+		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x7463706e6574)), // "tcpnet"
+		queue: newServiceQueue(cfg.Behaviour.Service),
+		conns: make(map[*serverConn]struct{}),
+	}, nil
+}
+
+// Listen starts accepting connections on addr ("127.0.0.1:0" picks a free
+// port; Addr tells which). It fails with ErrServerClosed, ErrListening, or
+// the listener's error.
+func (s *Server) Listen(addr string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return ErrServerClosed
+	case s.ln != nil:
+		return ErrListening
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s.ln, s.addr = ln, ln.Addr().String()
+	s.wg.Add(1)
+	go s.accept(ln)
+	return nil
+}
+
+// Addr returns the address the server listens on, or last listened on.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Stats returns a snapshot of the server's counters.
+func (s *Server) Stats() ServerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	if s.queue != nil {
+		s.queue.copyStats(&st)
+	}
+	return st
+}
+
+// Kill stops listening and drops every connection, as a crash would; the
+// clients see their connections end, and the requests waiting for or in
+// service are lost. Restart brings the server back. Kill does not wait for
+// the connections' goroutines (Close does).
+func (s *Server) Kill() {
+	s.mu.Lock()
+	ln := s.ln
+	s.ln = nil
+	conns := make([]*serverConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	// Forgotten here, in the same step that empties the queue, so that a
+	// request one of them is still reading cannot take a worker (see plan).
+	clear(s.conns)
+	if s.queue != nil {
+		s.queue.reset()
+	}
+	s.mu.Unlock()
+	if ln != nil {
+		_ = ln.Close()
+	}
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// Restart listens again on the address of the last Listen. It fails as
+// Listen does.
+func (s *Server) Restart() error { return s.Listen(s.Addr()) }
+
+// Close kills the server for good and waits until every goroutine it started
+// has returned. It is idempotent.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.quit)
+	}
+	s.mu.Unlock()
+	s.Kill()
+	s.wg.Wait()
+}
+
+func (s *Server) accept(ln net.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			return // closed by Kill or Close
+		}
+		s.mu.Lock()
+		if s.ln != ln {
+			s.mu.Unlock()
+			_ = nc.Close()
+			return
+		}
+		s.serveLocked(nc)
+		s.mu.Unlock()
+	}
+}
+
+// serveLocked starts serving an accepted connection. The caller holds s.mu.
+func (s *Server) serveLocked(nc net.Conn) *serverConn {
+	c := newServerConn(s, nc)
+	s.conns[c] = struct{}{}
+	s.stats.Accepted++
+	s.wg.Add(2)
+	go c.read()
+	go c.respond()
+	return c
+}
+
+// plan decides the replies to one request that c read, returns them with
+// the moment they count from, and says whether the server must go down
+// after it (Behaviour.DropAfter). The moment is read under s.mu, so requests
+// reach the service queue in the order of their times. A request read on a
+// connection that Kill has already dropped gets no reply and is not counted:
+// it never reached the server that is up now.
+func (s *Server) plan(dst []reply, c *serverConn, id uint64, req ledger.GetObjects) ([]reply, time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if _, up := s.conns[c]; !up {
+		return dst, now, false
+	}
+	s.stats.Requests++
+	b := &s.cfg.Behaviour
+	dst = b.plan(dst, s.rng, s.cfg.Ledger, s.queue, now, id, req)
+	return dst, now, b.DropAfter > 0 && s.stats.Requests%b.DropAfter == 0
+}
+
+// drop takes the server down and, if Behaviour.DownFor is set, brings it
+// back after that long.
+func (s *Server) drop() {
+	s.mu.Lock()
+	s.stats.Drops++
+	down := s.cfg.Behaviour.DownFor
+	s.mu.Unlock()
+	s.Kill()
+	if down <= 0 {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTimer(down)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			_ = s.Restart() // fails only if closed meanwhile, or the port was taken
+		case <-s.quit:
+		}
+	}()
+}
+
+func (s *Server) forget(c *serverConn, refused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.conns, c)
+	if refused {
+		s.stats.Refused++
+	}
+}
+
+func (s *Server) countReplies(n int) {
+	s.mu.Lock()
+	s.stats.Replies += n
+	s.mu.Unlock()
+}
