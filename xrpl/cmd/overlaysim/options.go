@@ -168,7 +168,7 @@ Flags:
 func defaultLedger() (path, fallback string) {
 	dir, err := fixtures.Dir()
 	if err != nil {
-		return "", fmt.Sprintf("no default real ledger: %v", err)
+		return "", fmt.Sprintf("no real ledger (%v)", err)
 	}
 	path = filepath.Join(dir, fixtures.Ledger40000)
 	if _, err := os.Stat(path); err != nil {
