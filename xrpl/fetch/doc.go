@@ -33,12 +33,17 @@
 // is benched, getting no request until a back-off with jitter ends (Run's
 // sender is scheduled avoiding it, so its idle channels do not fill the
 // offers), which
-// doubles with each such answer in a row; after a threshold of them, if
-// most objects it was asked for were bad (it serves another ledger, say), it
-// is useless: it gets nothing more, is named with the reason in
+// doubles with each such answer in a row, up to a cap. A peer that only
+// lacks objects is never dropped for it: it may be behind (in an overlay
+// catching up, it holds them a moment later), and on this wire it cannot be
+// told from one that serves another ledger, so it is asked again each time
+// its bench ends, and a peer that has lacked every object asked of it is
+// named in Report.Lacking and the IncompleteError. After a threshold of
+// such answers in a row, if most objects a peer sent were corrupt (it lies),
+// it is useless: it gets nothing more, is named with the reason in
 // Report.Useless and the IncompleteError, and is handed to
 // Config.Disconnect for the host to disconnect. So a peer with nothing for
-// the root costs a few requests, not one per round trip.
+// the root costs a request per back-off, not one per round trip.
 //
 // Both finish when every node reachable from the root has arrived and
 // verified, or fail with an *IncompleteError that says how much is missing
