@@ -19,12 +19,14 @@
 //     hedge.Hedger: at the tail, when nothing waits to be asked, a request
 //     past its soft deadline is hedged, asked again of another peer by the
 //     Hedger's own sender, as far as its budget allows (5% of the requests
-//     by default); the first answer wins and the other request is
-//     withdrawn. The fetch decides only when a slow request is worth a
+//     by default), never of a peer the fetch's judge benches or has judged
+//     useless when the hedge is asked for; the first answer wins and the
+//     other request is withdrawn. The fetch decides only when a slow request is worth a
 //     hedge (at the tail); the scheduler says when it is slow, and the
 //     Hedger sends the hedge and picks the answer.
 //   - Peerset is the pattern the scheduler replaces, kept for comparison: a
-//     fixed set of two peers, widened by one only after a request times out,
+//     fixed set of two peers, widened by one only after a request times out
+//     or a peer of the set strikes out (see Peerset),
 //     with its own request IDs and its own timer per request, sending straight
 //     to peer.Peer.Send.
 //
