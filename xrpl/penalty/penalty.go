@@ -13,7 +13,8 @@
 // hash, not the ledger they belong to, and a peer leaves out, as rippled
 // does, whatever it lacks. So a peer that has lacked everything it was
 // asked for is asked again each time its bench ends, however long that
-// lasts: it costs one request per MaxBackoff at most.
+// lasts: once its back-off is capped, it costs a request per bench, and a
+// bench lasts at least half of MaxBackoff.
 //
 // Only a peer that lies is condemned for good: after a threshold of strikes
 // in a row, a peer most of whose objects (of those it sent, over its whole
