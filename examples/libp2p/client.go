@@ -107,7 +107,12 @@ func (c *Client) Add(ctx context.Context, pid p2ppeer.ID) (*Conn, error) {
 		_ = conn.Close() // not started: the Host is not told
 		return nil, err
 	}
-	conn.Start()
+	if !conn.Start() {
+		// Close ended it between the two locks above and here: the Host
+		// was told Connect, so it is told Disconnect too.
+		_ = c.host.Disconnect(conn.ID())
+		return nil, fmt.Errorf("%w: client", ErrClosed)
+	}
 	return conn, nil
 }
 

@@ -149,18 +149,23 @@ func (c *Conn) endedError() error {
 	return fmt.Errorf("%w: %q", ErrClosed, c.id)
 }
 
-// Start starts the reader and the writer. Call it once, after connecting
-// the Conn to its Host; a later call, or one after Close, does nothing.
-func (c *Conn) Start() {
+// Start starts the reader and the writer, and reports whether it did. Call
+// it once, after connecting the Conn to its Host: from then on the Conn
+// tells the Host when it ends. A later call does nothing and reports false;
+// so does a call after the Conn has ended (closed before it started), and
+// then the Host will not be told: the caller that connected the Conn must
+// disconnect it.
+func (c *Conn) Start() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.started || c.err != nil {
-		return
+		return false
 	}
 	c.started = true
 	c.writer.Add(1)
 	go c.write()
 	go c.read()
+	return true
 }
 
 // Close ends the Conn, if it has not ended, and waits until it has: the

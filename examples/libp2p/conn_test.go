@@ -130,3 +130,20 @@ func TestAddErrors(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 	require.Equal(t, []peer.ID{conn.ID()}, rec.disconnects(), "only the Conn that was started")
 }
+
+// A Conn closed before it starts never starts and never tells the Host:
+// Start reports false, so whoever connected it knows to disconnect it.
+func TestStartAfterCloseReportsFalse(t *testing.T) {
+	client, rec, server, conn := pair(t, ClientConfig{})
+	require.False(t, conn.Start(), "a second Start")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := client.h.NewStream(ctx, server.ID(), Protocol)
+	require.NoError(t, err)
+	unstarted := NewConn(s, "unstarted", rec, ConnConfig{})
+	require.NoError(t, unstarted.Close())
+	require.False(t, unstarted.Start())
+	require.ErrorIs(t, unstarted.Send(1, ledger.GetObjects{}), ErrClosed)
+	require.Empty(t, rec.disconnects())
+}

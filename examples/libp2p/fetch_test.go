@@ -79,9 +79,14 @@ func TestFetchOverLibp2pSurvivesAPeerClosedHalfWay(t *testing.T) {
 	// Once the victim holds a query, close its host; then let its
 	// handler go.
 	closed := make(chan struct{})
+	testEnded := make(chan struct{})
+	t.Cleanup(func() { close(testEnded) })
 	go func() {
 		defer close(closed)
-		<-victim.stalled
+		select {
+		case <-victim.stalled:
+		case <-testEnded:
+		}
 		_ = servers[0].Close()
 		close(victim.release)
 	}()
@@ -90,7 +95,11 @@ func TestFetchOverLibp2pSurvivesAPeerClosedHalfWay(t *testing.T) {
 	defer cancel()
 	rep, err := fetch.Run(ctx, s, fetch.Config{Root: l.Root(), Expected: l.Len(), Batch: 16, Received: received})
 	require.NoError(t, err)
-	<-closed
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the victim never held a query: it got none after half way")
+	}
 
 	require.True(t, rep.Complete)
 	require.Equal(t, l.Len(), rep.Objects)
