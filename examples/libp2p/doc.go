@@ -8,10 +8,11 @@
 // message in rippled's framing (package xrpl/wire) and queues it for the
 // stream's writer goroutine: it never waits for the network, and a full
 // queue refuses the send with ErrQueueFull. The stream's reader goroutine
-// hands every response to the scheduler's Deliver. A Conn ends when its
-// stream fails or when libp2p's connection notifications
+// hands every response to the scheduler's Deliver. A Conn ends when it is
+// closed, when its stream fails, or when libp2p's connection notifications
 // (network.Notifiee's Disconnected) say that the connection under its
-// stream closed; either way the scheduler hears Disconnect once. A Server
+// stream closed; whichever comes first, the scheduler hears Disconnect
+// once. A Server
 // answers the queries on the streams a libp2p host accepts, from a ledger.
 //
 // The package is an example and lives in a module of its own

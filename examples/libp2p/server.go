@@ -41,8 +41,9 @@ type ServerConfig struct {
 }
 
 // Server answers the fetch's queries on the streams of Protocol that a
-// libp2p host accepts, one query at a time per stream, in order. A stream
-// that sends anything but queries and pings is reset.
+// libp2p host accepts, one query at a time per stream, in order, and
+// answers pings. A stream that sends a reply, or a frame that does not
+// decode, is reset.
 //
 // Create one with Serve; the zero value is not usable.
 type Server struct {
