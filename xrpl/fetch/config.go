@@ -121,6 +121,15 @@ type Config struct {
 	// goroutine of the callback or Deliver that judged the peer, and may
 	// call the scheduler or the Peerset (its Disconnect, say).
 	Disconnect func(id peer.ID, reason error)
+	// Traffic, if set, is called every ProgressEvery for the bytes each
+	// peer has sent so far, as running totals (the transport counts them:
+	// see tcpnet.ConnConfig.Traffic): those its host took, and those it
+	// refused, late, duplicate, unasked or of the wrong type. A peer whose
+	// unwanted bytes exceed its wanted ones by more than
+	// Penalty.UnwantedAllowance is judged useless, as above (see
+	// penalty.Tracker.Traffic). It is called from the goroutine that called
+	// Run, without the fetch's locks.
+	Traffic func() map[peer.ID]penalty.Traffic
 
 	// Priority is the scheduler priority of the fetch's sender (Run only).
 	Priority int

@@ -32,6 +32,10 @@ type UselessPeer struct {
 	Judged  int    `json:"judged"`  // objects asked for in its judged answers
 	Missing int    `json:"missing"` // of which missing
 	Corrupt int    `json:"corrupt"` // of which corrupt
+	// Judged by its traffic (Config.Traffic): the bytes it sent that were
+	// wanted and unwanted.
+	Wanted   int64 `json:"wanted_bytes,omitempty"`
+	Unwanted int64 `json:"unwanted_bytes,omitempty"`
 }
 
 // verdicts is the state's judgment of peers. Guarded by the state's mu, except

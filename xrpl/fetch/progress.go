@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/xrpl/penalty"
 )
 
 // Progress is a snapshot of a running fetch, handed to Config.Progress.
@@ -100,11 +101,18 @@ func (s *state) watch(ctx context.Context, start time.Time, load func() hostLoad
 		}
 		l := load()
 		w.channels.add(l.channels)
+		var traffic map[peer.ID]penalty.Traffic
+		if s.cfg.Traffic != nil {
+			traffic = s.cfg.Traffic()
+		}
 		now := clk.Now()
 		s.mu.Lock()
+		s.judgeTrafficLocked(traffic, now)
+		useless := s.takeDisconnectsLocked()
 		p := s.progressLocked(now.Sub(start), l)
 		stalled := now.Sub(s.lastVerified)
 		s.mu.Unlock()
+		s.disconnect(useless)
 		if dt := now.Sub(prevAt); dt > 0 {
 			p.Rate = float64(p.Verified-prevVerified) / dt.Seconds()
 		}

@@ -52,6 +52,10 @@ type Config struct {
 	Strikes int
 	// Seed seeds the jitter.
 	Seed uint64
+	// UnwantedAllowance is how many bytes more than it sent wanted a peer
+	// may send unwanted before it is useless (see Tracker.Traffic). 0
+	// means DefaultUnwantedAllowance.
+	UnwantedAllowance int64
 }
 
 // Answer is what one answer of a peer's held, object by object.
@@ -81,9 +85,15 @@ type UselessError struct {
 	Judged  int // objects in its judged answers
 	Missing int
 	Corrupt int
+	// Set when the peer was judged by its traffic (Tracker.Traffic): the
+	// bytes it sent that were wanted and unwanted.
+	Wanted, Unwanted int64
 }
 
 func (e *UselessError) Error() string {
+	if e.Unwanted > 0 {
+		return fmt.Sprintf("sends unwanted data: %s bytes late, duplicate or unasked, against %s bytes wanted", commas64(e.Unwanted), commas64(e.Wanted))
+	}
 	if e.Missing >= e.Corrupt {
 		return fmt.Sprintf("serves another ledger: %s of %s objects missing", commas(e.Missing), commas(e.Judged))
 	}
@@ -104,14 +114,18 @@ type record struct {
 	strikes int       // strikes in a row
 	until   time.Time // end of the bench; zero if none
 	total   Answer    // over every judged answer
+	traffic Traffic   // the last totals Traffic was given
 	useless bool
 }
 
 // New returns a Tracker with cfg, or an error wrapping ErrBadConfig for
 // negative fields.
 func New(cfg Config) (*Tracker, error) {
-	if cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.Strikes < 0 {
-		return nil, fmt.Errorf("%w: backoff %v, max backoff %v, strikes %d", ErrBadConfig, cfg.Backoff, cfg.MaxBackoff, cfg.Strikes)
+	if cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.Strikes < 0 || cfg.UnwantedAllowance < 0 {
+		return nil, fmt.Errorf("%w: backoff %v, max backoff %v, strikes %d, unwanted allowance %d", ErrBadConfig, cfg.Backoff, cfg.MaxBackoff, cfg.Strikes, cfg.UnwantedAllowance)
+	}
+	if cfg.UnwantedAllowance == 0 {
+		cfg.UnwantedAllowance = DefaultUnwantedAllowance
 	}
 	if cfg.Backoff == 0 {
 		cfg.Backoff = DefaultBackoff

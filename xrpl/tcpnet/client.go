@@ -2,11 +2,15 @@ package tcpnet
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/xrpl/penalty"
 )
 
 // Defaults for the zero fields of ClientConfig.
@@ -14,7 +18,8 @@ const (
 	DefaultChannels    = 4
 	DefaultDialTimeout = 2 * time.Second
 	DefaultRedialMin   = 50 * time.Millisecond
-	DefaultRedialMax   = time.Second
+	DefaultRedialMax   = 30 * time.Second
+	DefaultRedialReset = 10 * time.Second
 )
 
 // ClientConfig configures a Client. The zero value uses the defaults.
@@ -27,9 +32,28 @@ type ClientConfig struct {
 	// DialTimeout bounds one dial. 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
 	// RedialMin and RedialMax bound the wait before dialling again after a
-	// failed dial or a lost connection; the wait doubles after each failed
-	// dial. 0 means DefaultRedialMin and DefaultRedialMax.
-	RedialMin, RedialMax time.Duration
+	// failed dial or a lost connection. The wait doubles after each failed
+	// dial and each connection that ended before RedialReset (a peer that
+	// breaks the protocol, or times out, at once), and falls back to
+	// RedialMin after a connection that lasted RedialReset; each wait is
+	// then jittered down by up to half (penalty.Jittered), from a source
+	// seeded with Seed, so that the peers one client lost together are not
+	// redialled together. 0 means DefaultRedialMin, DefaultRedialMax and
+	// DefaultRedialReset.
+	RedialMin, RedialMax, RedialReset time.Duration
+	// Seed seeds the redial jitter.
+	Seed uint64
+	// Clock times the redial waits; nil means the real clock. (Dials and
+	// connections run on real time: they talk to real sockets.)
+	Clock clock.Clock
+	// Ended, if set, is called after each of a peer's connections ends,
+	// and after each failed dial, with why: an error whose ReasonOf names
+	// it (ReasonDialFailed, ReasonRefusedByHost, or the Conn's own, see
+	// Conn.Err). It is called from the peer's supervisor goroutine, so it
+	// must be quick, and must not call Close.
+	Ended func(id peer.ID, why error)
+	// Dial, if set, replaces the TCP dialer (for tests over net.Pipe).
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Client keeps one connection up to each peer it is given, connecting each
@@ -45,6 +69,7 @@ type Client struct {
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
+	rng    *rand.Rand                     // the redial jitter
 	dials  int                            // successful dials, over all peers
 	closed bool                           // Close has begun: Add must not start a goroutine
 	peers  map[peer.ID]context.CancelFunc // each added peer's supervisor, to Remove it
@@ -64,8 +89,26 @@ func NewClient(host Host, cfg ClientConfig) *Client {
 	if cfg.RedialMax <= 0 {
 		cfg.RedialMax = DefaultRedialMax
 	}
+	cfg.RedialMax = max(cfg.RedialMax, cfg.RedialMin)
+	if cfg.RedialReset <= 0 {
+		cfg.RedialReset = DefaultRedialReset
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.New()
+	}
+	if cfg.Dial == nil {
+		timeout := cfg.DialTimeout
+		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			d := net.Dialer{Timeout: timeout}
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{host: host, cfg: cfg, ctx: ctx, cancel: cancel, peers: make(map[peer.ID]context.CancelFunc)}
+	return &Client{
+		host: host, cfg: cfg, ctx: ctx, cancel: cancel,
+		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x72656469616c)), // "redial"
+		peers: make(map[peer.ID]context.CancelFunc),
+	}
 }
 
 // Add keeps a connection to addr up as the peer named id, from now until
@@ -125,18 +168,19 @@ func (c *Client) Close() {
 	c.wg.Wait()
 }
 
-// keep is one peer's supervisor: dial, connect, wait for the end, repeat.
+// keep is one peer's supervisor: dial, connect, wait for the end, back
+// off, repeat.
 func (c *Client) keep(ctx context.Context, id peer.ID, addr string) {
 	defer c.wg.Done()
-	wait := c.cfg.RedialMin
+	strikes := 0 // failed dials and short connections in a row
 	for ctx.Err() == nil {
-		d := net.Dialer{Timeout: c.cfg.DialTimeout}
-		nc, err := d.DialContext(ctx, "tcp", addr)
+		nc, err := c.cfg.Dial(ctx, addr)
 		if err != nil {
-			if !c.sleep(ctx, wait) {
+			c.ended(id, &EndError{Peer: string(id), Reason: ReasonDialFailed, Err: err})
+			strikes++
+			if !c.sleep(ctx, c.redialWait(strikes)) {
 				return
 			}
-			wait = min(2*wait, c.cfg.RedialMax)
 			continue
 		}
 		conn := NewConn(nc, id, c.host, c.cfg.Conn)
@@ -144,7 +188,8 @@ func (c *Client) keep(ctx context.Context, id peer.ID, addr string) {
 			// The Host refused it (stopped, or the old connection of this
 			// peer is not gone yet): try again later.
 			_ = conn.Close()
-			if !c.sleep(ctx, wait) {
+			c.ended(id, &EndError{Peer: string(id), Reason: ReasonRefusedByHost, Err: err})
+			if !c.sleep(ctx, c.redialWait(max(strikes, 1))) {
 				return
 			}
 			continue
@@ -152,24 +197,45 @@ func (c *Client) keep(ctx context.Context, id peer.ID, addr string) {
 		c.mu.Lock()
 		c.dials++
 		c.mu.Unlock()
+		began := c.cfg.Clock.Now()
 		conn.Start()
-		wait = c.cfg.RedialMin
 		select {
 		case <-conn.Done():
 		case <-ctx.Done():
 			_ = conn.Close()
 			return
 		}
-		if !c.sleep(ctx, wait) {
+		c.ended(id, conn.Err())
+		if c.cfg.Clock.Since(began) >= c.cfg.RedialReset {
+			strikes = 0
+		}
+		strikes++
+		if !c.sleep(ctx, c.redialWait(strikes)) {
 			return
 		}
+	}
+}
+
+// redialWait is the wait before the next dial after strikes failures in a
+// row (the first after a connection that lasted counts 1): RedialMin
+// doubled per strike after the first, capped at RedialMax, jittered.
+func (c *Client) redialWait(strikes int) time.Duration {
+	c.mu.Lock()
+	u := c.rng.Float64()
+	c.mu.Unlock()
+	return penalty.Jittered(penalty.Backoff(c.cfg.RedialMin, c.cfg.RedialMax, strikes), u)
+}
+
+func (c *Client) ended(id peer.ID, why error) {
+	if c.cfg.Ended != nil {
+		c.cfg.Ended(id, why)
 	}
 }
 
 // sleep waits d, or less if ctx (the Client's, or the peer's) ends; it
 // reports whether ctx is still live.
 func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+	t := c.cfg.Clock.Timer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:

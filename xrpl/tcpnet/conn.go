@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/xrpl/wire"
@@ -30,8 +31,9 @@ var (
 
 // Defaults for the zero fields of ConnConfig.
 const (
-	DefaultQueueLen = 256
-	bufferSize      = 64 << 10
+	DefaultQueueLen      = 256
+	DefaultAnswerTimeout = 30 * time.Second
+	bufferSize           = 64 << 10
 )
 
 // ConnConfig tunes a Conn. The zero value uses the defaults.
@@ -45,6 +47,20 @@ type ConnConfig struct {
 	// MaxItems caps the items of a payload read (see wire.DecodeMessage);
 	// 0 means wire.DefaultMaxItems.
 	MaxItems int
+	// AnswerTimeout ends the connection (ReasonIdle) when the peer, asked
+	// something (a query or a ping sent and not answered by a frame), sends
+	// no frame for this long, or takes longer than this over one frame: a
+	// peer that never reads our queries, or sends a frame a byte at a
+	// time. A peer asked nothing may stay silent. 0 means
+	// DefaultAnswerTimeout; a negative value never times out.
+	AnswerTimeout time.Duration
+	// Traffic, if set, is told of every frame the peer sent under a request
+	// ID, with its size on the wire and the Host's Deliver error: nil for
+	// an answer the Host took, else why it refused it (late, duplicate,
+	// unasked, of the wrong type...). It is called from the reader, so it
+	// must be quick; the fetch uses it to count unwanted bytes against the
+	// peer (fetch.Config.Traffic).
+	Traffic func(from peer.ID, bytes int, deliverErr error)
 }
 
 // Conn is the host's side of one TCP connection to a peer. It implements
@@ -64,6 +80,8 @@ type Conn struct {
 	host     Host
 	maxFrame int
 	maxItems int
+	answerIn time.Duration // <= 0: never
+	traffic  func(peer.ID, int, error)
 	out      chan []byte // encoded frames for the writer
 
 	closed    atomic.Bool   // mirrors err != nil, for Send's fast path
@@ -76,7 +94,13 @@ type Conn struct {
 	mu sync.Mutex
 	// The following fields are guarded by mu.
 	started bool
-	err     error // why it ended
+	err     error // why it ended: an *EndError
+
+	dl sync.Mutex
+	// The following fields are guarded by dl: the read deadline of
+	// AnswerTimeout (see armLocked).
+	asked    int  // queries and pings sent and not answered by a frame
+	midFrame bool // the reader is inside a frame
 }
 
 var _ peer.Peer = (*Conn)(nil)
@@ -87,12 +111,17 @@ func NewConn(nc net.Conn, id peer.ID, host Host, cfg ConnConfig) *Conn {
 	if cfg.QueueLen <= 0 {
 		cfg.QueueLen = DefaultQueueLen
 	}
+	if cfg.AnswerTimeout == 0 {
+		cfg.AnswerTimeout = DefaultAnswerTimeout
+	}
 	return &Conn{
 		id:       id,
 		nc:       nc,
 		host:     host,
 		maxFrame: cfg.MaxFrame,
 		maxItems: cfg.MaxItems,
+		answerIn: cfg.AnswerTimeout,
+		traffic:  cfg.Traffic,
 		out:      make(chan []byte, cfg.QueueLen),
 		closing:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -117,7 +146,60 @@ func (c *Conn) Send(requestID peer.RequestID, message any) error {
 	if err != nil {
 		return err
 	}
-	return c.enqueue(frame)
+	if err := c.enqueue(frame); err != nil {
+		return err
+	}
+	c.asking()
+	return nil
+}
+
+// asking counts a query or ping sent, which the peer should answer; the
+// first of them unanswered starts the AnswerTimeout.
+func (c *Conn) asking() {
+	if c.answerIn <= 0 {
+		return
+	}
+	c.dl.Lock()
+	defer c.dl.Unlock()
+	c.asked++
+	if c.asked == 1 && !c.midFrame {
+		c.armLocked()
+	}
+}
+
+// armLocked sets the read deadline: AnswerTimeout from now while the peer
+// is inside a frame or owes an answer, none otherwise. The caller holds dl.
+func (c *Conn) armLocked() {
+	var at time.Time
+	if c.midFrame || c.asked > 0 {
+		at = time.Now().Add(c.answerIn)
+	}
+	_ = c.nc.SetReadDeadline(at)
+}
+
+// frameBegins and frameEnds tell the deadline where the reader is; answered
+// says the frame was an answer, which the peer owed.
+func (c *Conn) frameBegins() {
+	if c.answerIn <= 0 {
+		return
+	}
+	c.dl.Lock()
+	defer c.dl.Unlock()
+	c.midFrame = true
+	c.armLocked()
+}
+
+func (c *Conn) frameEnds(answered bool) {
+	if c.answerIn <= 0 {
+		return
+	}
+	c.dl.Lock()
+	defer c.dl.Unlock()
+	c.midFrame = false
+	if answered && c.asked > 0 {
+		c.asked--
+	}
+	c.armLocked()
 }
 
 func (c *Conn) enqueue(frame []byte) error {
@@ -148,7 +230,7 @@ func (c *Conn) Start() {
 // has been told. It must not be called from the Host's Deliver (which runs
 // on the reader). It returns nil.
 func (c *Conn) Close() error {
-	c.fail(ErrClosed)
+	c.fail(ReasonClosed, ErrClosed)
 	c.mu.Lock()
 	started := c.started
 	c.mu.Unlock()
@@ -164,20 +246,21 @@ func (c *Conn) Close() error {
 // Done is closed when the connection has ended and the Host has been told.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Err returns why the connection ended (ErrClosed after Close, or the read,
-// write or frame error), or nil while it is up.
+// Err returns why the connection ended, or nil while it is up: an
+// *EndError naming the Reason (see ReasonOf) and wrapping the error behind
+// it (ErrClosed after Close, or the read, write or frame error).
 func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err
 }
 
-// fail starts the end of the connection, recording err as its cause if it is
-// the first. Closing the socket unblocks the reader.
-func (c *Conn) fail(err error) {
+// fail starts the end of the connection, recording why if it is the first.
+// Closing the socket unblocks the reader.
+func (c *Conn) fail(why Reason, err error) {
 	c.closeOnce.Do(func() {
 		c.mu.Lock()
-		c.err = err
+		c.err = &EndError{Peer: string(c.id), Reason: why, Err: err}
 		c.mu.Unlock()
 		c.closed.Store(true)
 		close(c.closing)
@@ -196,25 +279,36 @@ func (c *Conn) read() {
 	}()
 	br := bufio.NewReaderSize(c.nc, bufferSize)
 	for {
+		if _, err := br.Peek(1); err != nil {
+			c.fail(readReason(err), fmt.Errorf("read: %w", err))
+			return
+		}
+		c.frameBegins()
 		f, err := wire.ReadFrame(br, c.maxFrame)
 		if err != nil {
-			c.fail(fmt.Errorf("read from %q: %w", c.id, err))
+			c.fail(readReason(err), fmt.Errorf("read: %w", err))
 			return
 		}
 		id, msg, err := wire.DecodeMessage(f, c.maxItems)
 		if err != nil {
-			c.fail(fmt.Errorf("bad %v frame from %q: %w", f.Type, c.id, err))
+			c.fail(frameReason(err, ReasonTooManyItems), fmt.Errorf("bad %v frame: %w", f.Type, err))
 			return
 		}
 		switch msg.(type) {
 		case wire.Ping:
+			c.frameEnds(false)
 			pong, _ := wire.AppendMessage(nil, id, wire.Pong{})
 			_ = c.enqueue(pong) // a full queue drops the pong: the peer asks again
 		case wire.Pong:
+			c.frameEnds(true)
 		default:
+			c.frameEnds(true)
 			// Whatever came under a request ID goes to the Host, which
 			// checks the ID, the sender and (the fetch does) the type.
-			_ = c.host.Deliver(c.id, peer.RequestID(id), msg)
+			err := c.host.Deliver(c.id, peer.RequestID(id), msg)
+			if c.traffic != nil {
+				c.traffic(c.id, wire.HeaderSize+len(f.Payload), err)
+			}
 		}
 	}
 }
@@ -230,7 +324,7 @@ func (c *Conn) write() {
 			return
 		case frame := <-c.out:
 			if err := writeQueued(bw, frame, c.out); err != nil {
-				c.fail(fmt.Errorf("write to %q: %w", c.id, err))
+				c.fail(ReasonWriteFailed, fmt.Errorf("write: %w", err))
 				return
 			}
 		}

@@ -15,7 +15,7 @@ import (
 
 // TestBadFramesCloseAndDisconnect: a malformed, oversized or unknown frame
 // from the peer closes the connection and disconnects the peer from the
-// host, once, with an error that says which.
+// host, once, with an error that says which, and names the reason.
 func TestBadFramesCloseAndDisconnect(t *testing.T) {
 	header := func(sizeWord uint32, typ uint16) []byte {
 		b := binary.BigEndian.AppendUint32(nil, sizeWord)
@@ -30,18 +30,19 @@ func TestBadFramesCloseAndDisconnect(t *testing.T) {
 		many = append(many, 0x32, 0x00)
 	}
 	for _, c := range []struct {
-		name  string
-		bytes []byte
-		want  error
+		name   string
+		bytes  []byte
+		want   error
+		reason Reason
 	}{
-		{"compressed", header(0x90000004, uint16(wire.TypeGetObjects)), wire.ErrMalformed},
-		{"size above the cap", header(1<<20, uint16(wire.TypeGetObjects)), wire.ErrOversized},
-		{"unknown type", header(0, 99), wire.ErrUnknownType},
-		{"payload that does not parse", getObjects([]byte{0xff, 1, 2, 3}), wire.ErrMalformed},
-		{"required fields missing", getObjects([]byte{0x18, 0x07}), wire.ErrMalformed},
-		{"ping that does not parse", append(header(1, uint16(wire.TypePing)), 0x0a), wire.ErrMalformed},
-		{"too many objects", getObjects(many), wire.ErrOversized},
-		{"stream cut inside a frame", header(10, uint16(wire.TypeGetObjects))[:5], io.ErrUnexpectedEOF},
+		{"compressed", header(0x90000004, uint16(wire.TypeGetObjects)), wire.ErrMalformed, ReasonMalformed},
+		{"size above the cap", header(1<<20, uint16(wire.TypeGetObjects)), wire.ErrOversized, ReasonOversized},
+		{"unknown type", header(0, 99), wire.ErrUnknownType, ReasonUnknownType},
+		{"payload that does not parse", getObjects([]byte{0xff, 1, 2, 3}), wire.ErrMalformed, ReasonMalformed},
+		{"required fields missing", getObjects([]byte{0x18, 0x07}), wire.ErrMalformed, ReasonMalformed},
+		{"ping that does not parse", append(header(1, uint16(wire.TypePing)), 0x0a), wire.ErrMalformed, ReasonMalformed},
+		{"too many objects", getObjects(many), wire.ErrOversized, ReasonTooManyItems},
+		{"stream cut inside a frame", header(10, uint16(wire.TypeGetObjects))[:5], io.ErrUnexpectedEOF, ReasonCutMidFrame},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := testContext(t)
@@ -57,8 +58,8 @@ func TestBadFramesCloseAndDisconnect(t *testing.T) {
 				t.Fatalf("disconnected %q", id)
 			}
 			recv(t, ctx, p.conn.Done(), "the end of the connection")
-			if err := p.conn.Err(); !errors.Is(err, c.want) {
-				t.Fatalf("connection ended with %v, want %v", err, c.want)
+			if err := p.conn.Err(); !errors.Is(err, c.want) || ReasonOf(err) != c.reason {
+				t.Fatalf("connection ended with %v (reason %q), want %v (%q)", err, ReasonOf(err), c.want, c.reason)
 			}
 			if err := p.conn.Send(1, ledger.GetObjects{}); !errors.Is(err, ErrClosed) {
 				t.Fatalf("Send after the end: %v", err)
@@ -130,7 +131,7 @@ func TestConnRoundTrip(t *testing.T) {
 	if id := recv(t, ctx, host.disconnects, "the disconnect"); id != "raw" {
 		t.Fatalf("disconnected %q", id)
 	}
-	if err := p.conn.Err(); !errors.Is(err, ErrClosed) {
+	if err := p.conn.Err(); !errors.Is(err, ErrClosed) || ReasonOf(err) != ReasonClosed {
 		t.Fatalf("Err after Close: %v", err)
 	}
 }

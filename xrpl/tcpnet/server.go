@@ -19,8 +19,13 @@ type ServerConfig struct {
 	Behaviour Behaviour
 	// Seed seeds the behaviour's random choices.
 	Seed uint64
-	// MaxFrame and MaxItems cap what it reads, as in ConnConfig.
+	// MaxFrame caps the payload of a request's frame; 0 means
+	// DefaultMaxRequestFrame. MaxItems caps the hashes of a request, as in
+	// ConnConfig.
 	MaxFrame, MaxItems int
+	// Limits bounds what clients can make the server hold: connections,
+	// idle and half-sent frames, replies waiting and being written.
+	Limits ServerLimits
 }
 
 // ServerStats counts what a Server did. Every count only grows.
@@ -28,8 +33,12 @@ type ServerStats struct {
 	Accepted int // connections accepted
 	Requests int // requests read on a connection still up (see plan)
 	Replies  int // replies written
-	Refused  int // connections closed for a bad frame or a read error
+	Refused  int // connections closed for a bad frame
 	Drops    int // times Behaviour.DropAfter took the server down
+
+	Rejected     int // connections closed at once: over Limits.MaxConns or MaxConnsPerAddr
+	TimedOut     int // connections closed idle, mid-frame, or not taking a reply (Limits' timeouts)
+	AcceptErrors int // Accept failures (out of file descriptors, say), each retried after a back-off
 
 	// Behaviour.Service only; all zero without one.
 	Served        int           // requests admitted to the queue (served at once or after waiting)
@@ -59,9 +68,12 @@ var (
 // A Server runs on real time (time.Now and time.Timer), so inside a
 // testing/synctest bubble it runs on the bubble's virtual time.
 type Server struct {
-	cfg  ServerConfig
-	quit chan struct{} // closed by Close
-	wg   sync.WaitGroup
+	cfg        ServerConfig
+	limits     ServerLimits  // cfg.Limits, defaults filled in
+	quit       chan struct{} // closed by Close
+	wg         sync.WaitGroup
+	waiting    *budget // replies planned and not yet written, over all connections
+	replyBytes *budget // encoded reply bytes being written, over all connections
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
@@ -70,12 +82,13 @@ type Server struct {
 	ln     net.Listener
 	addr   string
 	conns  map[*serverConn]struct{}
+	byAddr map[string]int // connections served now, by remote address
 	closed bool
 	stats  ServerStats
 }
 
 // NewServer returns a server that is not listening yet. It fails if cfg has
-// no Ledger or a Behaviour with impossible probabilities.
+// no Ledger, a Behaviour with impossible probabilities, or a negative limit.
 func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Ledger == nil {
 		return nil, errors.New("tcpnet: server needs a ledger")
@@ -83,12 +96,23 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err := cfg.Behaviour.validate(); err != nil {
 		return nil, fmt.Errorf("tcpnet: %w", err)
 	}
+	limits, err := cfg.Limits.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("tcpnet: %w", err)
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = DefaultMaxRequestFrame
+	}
 	return &Server{
-		cfg:   cfg,
-		quit:  make(chan struct{}),
-		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x7463706e6574)), // "tcpnet"
-		queue: newServiceQueue(cfg.Behaviour.Service),
-		conns: make(map[*serverConn]struct{}),
+		cfg:        cfg,
+		limits:     limits,
+		quit:       make(chan struct{}),
+		waiting:    newBudget(limits.MaxWaitingTotal),
+		replyBytes: newBudget(limits.MaxReplyBytes),
+		rng:        rand.New(rand.NewPCG(cfg.Seed, 0x7463706e6574)), // "tcpnet"
+		queue:      newServiceQueue(cfg.Behaviour.Service),
+		conns:      make(map[*serverConn]struct{}),
+		byAddr:     make(map[string]int),
 	}, nil
 }
 
@@ -108,10 +132,15 @@ func (s *Server) Listen(addr string) error {
 	if err != nil {
 		return err
 	}
+	s.serveListenerLocked(ln)
+	return nil
+}
+
+// serveListenerLocked starts accepting on ln. The caller holds s.mu.
+func (s *Server) serveListenerLocked(ln net.Listener) {
 	s.ln, s.addr = ln, ln.Addr().String()
 	s.wg.Add(1)
 	go s.accept(ln)
-	return nil
 }
 
 // Addr returns the address the server listens on, or last listened on.
@@ -147,6 +176,7 @@ func (s *Server) Kill() {
 	// Forgotten here, in the same step that empties the queue, so that a
 	// request one of them is still reading cannot take a worker (see plan).
 	clear(s.conns)
+	clear(s.byAddr)
 	if s.queue != nil {
 		s.queue.reset()
 	}
@@ -176,28 +206,63 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
+// accept serves the connections ln accepts until Kill or Close closes it.
+// Any other Accept error (out of file descriptors, say) is counted and
+// retried after a back-off, doubling from acceptBackoffMin to
+// acceptBackoffMax, so the server comes back once the cause is gone.
 func (s *Server) accept(ln net.Listener) {
 	defer s.wg.Done()
+	wait := time.Duration(0)
 	for {
 		nc, err := ln.Accept()
-		if err != nil {
-			return // closed by Kill or Close
-		}
 		s.mu.Lock()
 		if s.ln != ln {
 			s.mu.Unlock()
-			_ = nc.Close()
-			return
+			if nc != nil {
+				_ = nc.Close()
+			}
+			return // closed by Kill or Close
 		}
+		if err != nil {
+			s.stats.AcceptErrors++
+			s.mu.Unlock()
+			wait = min(max(2*wait, acceptBackoffMin), acceptBackoffMax)
+			if !s.pause(wait) {
+				return
+			}
+			continue
+		}
+		wait = 0
 		s.serveLocked(nc)
 		s.mu.Unlock()
 	}
 }
 
-// serveLocked starts serving an accepted connection. The caller holds s.mu.
+// pause waits d, or less if the server closes; it reports whether it is
+// still open.
+func (s *Server) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.quit:
+		return false
+	}
+}
+
+// serveLocked starts serving an accepted connection, or closes it at once
+// if it is over a connection limit (and returns nil). The caller holds s.mu.
 func (s *Server) serveLocked(nc net.Conn) *serverConn {
-	c := newServerConn(s, nc)
+	addr := remoteHost(nc)
+	if len(s.conns) >= s.limits.MaxConns || s.byAddr[addr] >= s.limits.MaxConnsPerAddr {
+		s.stats.Rejected++
+		_ = nc.Close()
+		return nil
+	}
+	c := newServerConn(s, nc, addr)
 	s.conns[c] = struct{}{}
+	s.byAddr[addr]++
 	s.stats.Accepted++
 	s.wg.Add(2)
 	go c.read()
@@ -248,13 +313,42 @@ func (s *Server) drop() {
 	}()
 }
 
-func (s *Server) forget(c *serverConn, refused bool) {
+// forget counts how c ended and stops counting it against the limits,
+// unless Kill already has.
+func (s *Server) forget(c *serverConn, why connEnd) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.conns, c)
-	if refused {
-		s.stats.Refused++
+	if _, up := s.conns[c]; up {
+		delete(s.conns, c)
+		if s.byAddr[c.addr]--; s.byAddr[c.addr] <= 0 {
+			delete(s.byAddr, c.addr)
+		}
 	}
+	switch why {
+	case endRefused:
+		s.stats.Refused++
+	case endTimedOut:
+		s.stats.TimedOut++
+	}
+}
+
+// countTimedOut counts a connection closed for not taking a reply.
+func (s *Server) countTimedOut() {
+	s.mu.Lock()
+	s.stats.TimedOut++
+	s.mu.Unlock()
+}
+
+// held returns the bytes and replies the server holds now for its
+// connections: encode buffers kept between replies, reply bytes being
+// written, and replies waiting to be written.
+func (s *Server) held() (encodeBuffers, replyBytes, waiting int) {
+	s.mu.Lock()
+	for c := range s.conns {
+		encodeBuffers += int(c.encoded.Load())
+	}
+	s.mu.Unlock()
+	return encodeBuffers, s.replyBytes.inUse(), s.waiting.inUse()
 }
 
 func (s *Server) countReplies(n int) {

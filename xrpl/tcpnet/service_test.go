@@ -252,7 +252,7 @@ func TestServiceOverflowDrops(t *testing.T) {
 		got := c.nextN(1)
 		c.send(5, 1) // at 10ms 2 started: room again
 		got = append(got, c.nextN(2)...)
-		c.noReplyWithin(time.Hour) // 3 and 4 were dropped: never answered
+		c.noReplyWithin(DefaultIdleTimeout / 2) // 3 and 4 were dropped: never answered (within the idle timeout, which then closes the connection)
 		s.Close()
 		got = append(got, c.rest()...)
 		if want := []string{"1@10ms", "2@20ms", "5@30ms"}; !slices.Equal(got, want) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/xrpl/tcpnet"
 )
 
 // peerEvents counts, by peer, the faults -chaos injected and the
@@ -25,7 +26,11 @@ type peerCounts struct {
 	Restarts       int `json:"restarts"`                  // -chaos brought it back
 	FailedRestarts int `json:"failed_restarts,omitempty"` // -chaos could not bring it back (its port was taken): it stays down
 	Disconnections int `json:"disconnections"`            // the host saw it disconnect (a kill, or its own drop)
-	connections    int // the host saw it connect
+	// Reasons counts, by reason, why its TCP connections ended and its
+	// dials failed (tcpnet.Reason: "frame over the cap", "peer closed",
+	// "idle timeout", "dial failed"...).
+	Reasons     map[string]int `json:"disconnect_reasons,omitempty"`
+	connections int            // the host saw it connect
 }
 
 func newPeerEvents() *peerEvents {
@@ -54,6 +59,20 @@ func (e *peerEvents) disconnected(id peer.ID) {
 	e.peerLocked(id).Disconnections++
 	close(e.changed)
 	e.changed = make(chan struct{})
+}
+
+// ended counts why one of id's connections ended, or a dial failed.
+func (e *peerEvents) ended(id peer.ID, why tcpnet.Reason) {
+	if why == "" {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.peerLocked(id)
+	if c.Reasons == nil {
+		c.Reasons = map[string]int{}
+	}
+	c.Reasons[string(why)]++
 }
 
 func (e *peerEvents) killed(id peer.ID) {
@@ -132,13 +151,15 @@ func (e *peerEvents) snapshot() map[string]peerCounts {
 func (e *peerEvents) countsLocked() map[string]peerCounts {
 	var out map[string]peerCounts
 	for id, c := range e.byPeer {
-		if c.Kills+c.Restarts+c.FailedRestarts+c.Disconnections == 0 {
+		if c.Kills+c.Restarts+c.FailedRestarts+c.Disconnections+len(c.Reasons) == 0 {
 			continue
 		}
 		if out == nil {
 			out = map[string]peerCounts{}
 		}
-		out[string(id)] = *c
+		cp := *c
+		cp.Reasons = maps.Clone(c.Reasons)
+		out[string(id)] = cp
 	}
 	return out
 }

@@ -149,6 +149,11 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 			(*n).disconnect(id)
 		}
 	}
+	// The transport counts each peer's bytes, taken and refused, and the
+	// fetch judges them (a peer that floods it with late, duplicate or
+	// unasked answers is disconnected).
+	meter := newTrafficMeter()
+	cfg.Traffic = meter.totals
 	var host tcpnet.Host
 	var fetchRun func(context.Context) (fetch.Report, error)
 	stop := func() {}
@@ -169,7 +174,7 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		}
 		host, fetchRun = ps, ps.Run
 	}
-	nw, roles, err := startNetwork(ctx, o, l, host, warn)
+	nw, roles, err := startNetwork(ctx, o, l, host, meter, warn)
 	if err != nil {
 		stop()
 		return nil, err

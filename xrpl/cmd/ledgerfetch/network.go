@@ -29,16 +29,17 @@ type network interface {
 	disconnect(id peer.ID)
 }
 
-// startNetwork starts the peers o describes serving l, wires them to host,
+// startNetwork starts the peers o describes serving l, wires them to host
+// (counting their TCP traffic in meter),
 // and waits until they have all connected, so that both strategies start
 // from the same place. It returns the roles of in-process peers, by ID.
-func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.Host, warn func(string)) (network, map[peer.ID]role, error) {
+func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.Host, meter *trafficMeter, warn func(string)) (network, map[peer.ID]role, error) {
 	ready := &readyHost{Host: withLimits(host, o), want: o.peers, ready: make(chan struct{}), events: newPeerEvents()}
 	var net network
 	roles := map[peer.ID]role{}
 	switch {
 	case o.connect != nil:
-		client := tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()})
+		client := tcpnet.NewClient(ready, clientConfig(o, ready.events, meter))
 		for _, addr := range o.connect {
 			client.Add(peer.ID(addr), addr)
 		}
@@ -80,7 +81,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 		net = memNetwork{sim: sim, counts: ready.events, host: ready}
 	default:
 		peers := demoPeers(o, l.Len())
-		tn := &tcpNetwork{client: tcpnet.NewClient(ready, tcpnet.ClientConfig{Channels: o.peerChannels()}), counts: ready.events}
+		tn := &tcpNetwork{client: tcpnet.NewClient(ready, clientConfig(o, ready.events, meter)), counts: ready.events}
 		for i, dp := range peers {
 			roles[dp.id] = dp.role
 			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(), Seed: o.seed + uint64(i)})

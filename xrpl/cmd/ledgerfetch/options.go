@@ -12,6 +12,7 @@ import (
 	"github.com/peersched/peersched/timeouts"
 	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/tcpnet"
 )
 
 // options are the command line, parsed and checked.
@@ -32,11 +33,14 @@ type options struct {
 	timeout   time.Duration
 	stall     time.Duration
 	wait      time.Duration // for the peers to connect before the fetch starts
-	ledger    string        // a real ledger file to serve and fetch, instead of a generated one
-	base      string        // a real ledger file the fetch starts from (incremental)
-	store     string        // the node store's directory; "" for a temporary one
-	root      ledger.Hash   // with -connect: the peers' root, instead of generating the ledger
-	expect    int           // with -root: the ledger's node count, if known
+	// answerTimeout drops a TCP peer that, asked something, sends nothing
+	// for this long (tcpnet.ConnConfig.AnswerTimeout).
+	answerTimeout time.Duration
+	ledger        string      // a real ledger file to serve and fetch, instead of a generated one
+	base          string      // a real ledger file the fetch starts from (incremental)
+	store         string      // the node store's directory; "" for a temporary one
+	root          ledger.Hash // with -connect: the peers' root, instead of generating the ledger
+	expect        int         // with -root: the ledger's node count, if known
 }
 
 // errUsage marks errors in the command line; run exits with 2 for them.
@@ -61,8 +65,8 @@ honest, and none misbehaves below 4 unless -misbehave says so. It exits 0
 only if every object arrived and verified.
 
 With -ledger it serves and fetches a real XRP Ledger ledger instead (a JSON
-file of its header and state, as the README describes, such as mainnet
-ledger 38129), rebuilds the state map from what it fetched and exits 0 only
+file of its header and state, as docs/fetch-report.md in the repository
+describes, such as mainnet ledger 38129), rebuilds the state map from what it fetched and exits 0 only
 if its root is the ledger's account_hash. With -base as well it starts from another ledger's
 nodes and fetches only those it lacks.
 
@@ -88,6 +92,7 @@ Flags:
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "the longest a request may wait for its response (through the scheduler, a request to a peer whose response times are known waits their RTO, at least 500ms)")
 	fs.DurationVar(&o.stall, "stall", 20*time.Second, "give up when no object has verified for this long")
 	fs.DurationVar(&o.wait, "wait", 5*time.Second, "how long to wait for the peers to connect before fetching")
+	fs.DurationVar(&o.answerTimeout, "answer-timeout", tcpnet.DefaultAnswerTimeout, "over TCP: drop a peer's connection when, asked something, it sends nothing for this long, or takes longer over one frame (it is redialled after a back-off, doubling to 30s, jittered); the report names why each connection ended")
 	fs.StringVar(&o.store, "store", "", "keep the fetched objects on disk in this directory (a Pebble store), and resume from what it holds: a fetch killed midway and run again asks only for what is missing (default: a temporary directory, removed at the end; \"mem\": in memory, to compare)")
 	fs.StringVar(&root, "root", "", "with -connect: the root hash (hex) of the ledger the peers serve, as ledgerpeer prints it, instead of generating the ledger from -objects and -seed")
 	fs.IntVar(&o.expect, "expect", 0, "with -root: the ledger's node count, as ledgerpeer prints it, to show progress against (0: unknown)")
@@ -176,6 +181,9 @@ func (o *options) check(given map[string]bool, latency, strategy, connect string
 	}
 	if err := checkDurations(o.timeout, o.stall, o.wait); err != nil {
 		return err
+	}
+	if o.answerTimeout <= 0 {
+		return fmt.Errorf("-answer-timeout %v: want a positive time", o.answerTimeout)
 	}
 	return checkOpenFiles(o.peers, o.filesPerPeer(), openFileLimit())
 }

@@ -38,6 +38,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-stall", "0"}, []string{"-stall 0s: want at least 250ms"}},
 		{[]string{"-wait", "0"}, []string{"-wait 0s: want a positive time"}},
 		{[]string{"-wait", "-1s"}, []string{"-wait -1s: want a positive time"}},
+		{[]string{"-answer-timeout", "0s"}, []string{"-answer-timeout 0s: want a positive time"}},
 		{[]string{"-peers", "0"}, []string{"-peers 0: want at least 1"}},
 		{[]string{"-peers", "100000000"}, []string{"-peers 100000000:", "open files", "RLIMIT_NOFILE", "ulimit -n", "-transport mem"}},
 		{[]string{"-misbehave", "9", "-peers", "3"}, []string{"-misbehave 9: want 0 to the number of peers (-peers 3)"}},

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -172,6 +174,21 @@ func writeReport(w io.Writer, r result) {
 	}
 }
 
+// reasons writes why a peer's connections ended, most frequent first, as
+// " (frame over the cap 12, peer closed 1)"; "" for none.
+func reasons(by map[string]int) string {
+	if len(by) == 0 {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(by))
+	slices.SortStableFunc(names, func(a, b string) int { return by[b] - by[a] })
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s %s", n, commas(by[n]))
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
+}
+
 // writeEvents prints what -chaos did to each peer, and the disconnections
 // the host saw, which cause the failures "by disconnection".
 func writeEvents(w io.Writer, r result) {
@@ -185,15 +202,15 @@ func writeEvents(w io.Writer, r result) {
 	if r.Chaos {
 		fmt.Fprintf(w, "  chaos        %s kills and %s restarts injected (%s failed); the host saw %s disconnections, which failed %s requests\n",
 			commas(total.Kills), commas(total.Restarts), commas(total.FailedRestarts), commas(total.Disconnections), commas(r.Disconnects))
-	} else if total.Disconnections > 0 {
+	} else if len(r.Events) > 0 {
 		fmt.Fprintf(w, "  disconnects  the host saw %s disconnections, which failed %s requests\n", commas(total.Disconnections), commas(r.Disconnects))
 	}
 	for _, id := range sortedPeers(r.Events) {
 		c := r.Events[id]
 		if r.Chaos {
-			fmt.Fprintf(w, "    %-22s killed %d, restarted %d, failed to restart %d, disconnected %d\n", id, c.Kills, c.Restarts, c.FailedRestarts, c.Disconnections)
+			fmt.Fprintf(w, "    %-22s killed %d, restarted %d, failed to restart %d, disconnected %d%s\n", id, c.Kills, c.Restarts, c.FailedRestarts, c.Disconnections, reasons(c.Reasons))
 		} else {
-			fmt.Fprintf(w, "    %-22s disconnected %d\n", id, c.Disconnections)
+			fmt.Fprintf(w, "    %-22s disconnected %d%s\n", id, c.Disconnections, reasons(c.Reasons))
 		}
 	}
 }

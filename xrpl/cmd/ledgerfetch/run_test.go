@@ -3,16 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
+	"math"
+	"net"
 	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/ledger"
 	"github.com/peersched/peersched/xrpl/penalty"
+	"github.com/peersched/peersched/xrpl/simnet"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
 
@@ -389,4 +396,94 @@ func TestUsageErrors(t *testing.T) {
 	if code, _, stderr := runCmd(t, "-h"); code != 0 || !strings.Contains(stderr, "-strategy") {
 		t.Errorf("-h: exit %d, %q", code, stderr)
 	}
+}
+
+// hostilePeer listens on loopback and, on every connection it accepts,
+// sends a frame header announcing a payload over the 4 MB cap, and waits
+// for the fetcher to hang up. It returns its address and a count of the
+// connections it accepted.
+func hostilePeer(t *testing.T) (string, *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		_ = ln.Close()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer nc.Close()
+				_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
+				_, _ = nc.Write(binary.BigEndian.AppendUint32(nil, 1<<25))
+				_, _ = io.Copy(io.Discard, nc)
+			}()
+		}
+	}()
+	return ln.Addr().String(), &accepted
+}
+
+// TestHostilePeerBackedOffAndNamed: a peer that sends a frame over the cap
+// on every connection is redialled after waits that double (not every
+// 50ms, as before), and the report names why its connections ended; the
+// fetch completes from the honest peers.
+func TestHostilePeerBackedOffAndNamed(t *testing.T) {
+	// Honest peers slow enough that the fetch lasts about a second.
+	var addrs []string
+	for i := range 2 {
+		s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: smallLedger(t, 1), Seed: uint64(i), Behaviour: tcpnet.Behaviour{Latency: simnet.Fixed(10 * time.Millisecond)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Listen("127.0.0.1:0"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		addrs = append(addrs, s.Addr())
+	}
+	bad, accepted := hostilePeer(t)
+	code, stdout, stderr := runCmd(t, connectArgs("-connect", strings.Join(append(addrs, bad), ","), "-channels", "1", "-json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	var r runs[struct {
+		decoded
+		Wall   float64                   `json:"wall_seconds"`
+		Events map[string]map[string]any `json:"peer_events"`
+	}]
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || len(r.Runs) != 1 {
+		t.Fatalf("report: %v\n%s", err, stdout)
+	}
+	d := r.Runs[0]
+	checkComplete(t, d.decoded, smallLedger(t, 1), "tcp (external peers)")
+	ev, ok := d.Events[bad]
+	if !ok {
+		t.Fatalf("no events for the hostile peer %s: %+v", bad, d.Events)
+	}
+	reasons, _ := ev["disconnect_reasons"].(map[string]any)
+	n, _ := reasons["frame over the cap"].(float64)
+	if n < 1 || len(reasons) != 1 {
+		t.Fatalf("hostile peer's disconnect reasons %v, want only \"frame over the cap\"", reasons)
+	}
+	// Its connections in the fetch's wall time: the back-off doubles from
+	// 50ms, so a handful (1 + log2 of wall/25ms at most), where a redial
+	// every 50ms would be wall/50ms.
+	limit := 2 + int(math.Log2(max(d.Wall, 0.05)/0.025))
+	if got := int(accepted.Load()); got > limit+2 { // +2: the wait for peers and the report's settling
+		t.Errorf("hostile peer dialled %d times in %.2fs, want at most about %d", got, d.Wall, limit)
+	}
+	t.Logf("hostile peer: %d connections in a %.2fs fetch, reasons %v", accepted.Load(), d.Wall, reasons)
 }

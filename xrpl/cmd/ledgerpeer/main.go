@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -47,18 +48,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jitter := fs.Duration("jitter", 0, "answers are delayed uniformly within latency ± jitter (at most -latency)")
 	loss := fs.Float64("loss", 0, "probability of ignoring a request, from 0 to 1")
 	misbehave := fs.Float64("misbehave", 0, "probability of lying in an answer, from 0 to 1: spoofed IDs, duplicates, corrupt objects, wrong types")
+	var lim tcpnet.ServerLimits
+	fs.IntVar(&lim.MaxConns, "max-conns", tcpnet.DefaultMaxConns, "connections served at once; more are closed as they come")
+	fs.IntVar(&lim.MaxConnsPerAddr, "max-conns-per-addr", tcpnet.DefaultMaxConnsPerAddr, "connections served at once from one IP address")
+	fs.DurationVar(&lim.IdleTimeout, "idle-timeout", tcpnet.DefaultIdleTimeout, "close a connection on which no request begins for this long")
+	fs.DurationVar(&lim.FrameTimeout, "frame-timeout", tcpnet.DefaultFrameTimeout, "close a connection whose request, once begun, is not whole within this long")
+	fs.DurationVar(&lim.WriteTimeout, "write-timeout", tcpnet.DefaultWriteTimeout, "close a connection that does not take a reply within this long")
+	fs.IntVar(&lim.MaxWaiting, "max-waiting", tcpnet.DefaultMaxWaiting, "replies of one connection waiting for their delay (-latency) or to be written; past it the connection is not read")
+	fs.IntVar(&lim.MaxWaitingTotal, "max-waiting-total", tcpnet.DefaultMaxWaitingTotal, "the same, over all connections")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if err := checkFlags(fs.Args(), *objects, *latency, *jitter, *loss, *misbehave); err != nil {
+	err := checkFlags(fs.Args(), *objects, *latency, *jitter, *loss, *misbehave)
+	if err == nil {
+		err = checkLimits(lim)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
 		return 2
 	}
 	var l *ledger.Ledger
-	var err error
 	if *file != "" {
 		if l, _, err = ledger.LoadFile(*file); err != nil {
 			err = fmt.Errorf("-ledger %q: %w", *file, err)
@@ -73,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	srv, err := tcpnet.NewServer(tcpnet.ServerConfig{
 		Ledger: l,
 		Seed:   *seed,
+		Limits: lim,
 		Behaviour: tcpnet.Behaviour{
 			Latency: simnet.Uniform(*latency-*jitter, *latency+*jitter),
 			Loss:    *loss,
@@ -92,9 +105,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	srv.Close()
 	st := srv.Stats()
-	fmt.Fprintf(stdout, "ledgerpeer: stopped after %v: %d connections, %d requests, %d replies, %d refused\n",
-		time.Since(start).Round(time.Millisecond), st.Accepted, st.Requests, st.Replies, st.Refused)
+	fmt.Fprintf(stdout, "ledgerpeer: stopped after %v: %d connections, %d requests, %d replies, %d refused, %d rejected over the connection caps, %d timed out, %d accept errors\n",
+		time.Since(start).Round(time.Millisecond), st.Accepted, st.Requests, st.Replies, st.Refused, st.Rejected, st.TimedOut, st.AcceptErrors)
 	return 0
+}
+
+// checkLimits checks the limit flags: each must be positive (a zero would
+// silently mean the default).
+func checkLimits(l tcpnet.ServerLimits) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"-max-conns", int64(l.MaxConns)}, {"-max-conns-per-addr", int64(l.MaxConnsPerAddr)},
+		{"-idle-timeout", int64(l.IdleTimeout)}, {"-frame-timeout", int64(l.FrameTimeout)}, {"-write-timeout", int64(l.WriteTimeout)},
+		{"-max-waiting", int64(l.MaxWaiting)}, {"-max-waiting-total", int64(l.MaxWaitingTotal)},
+	} {
+		if f.v <= 0 {
+			var shown any = f.v
+			if strings.HasSuffix(f.name, "timeout") {
+				shown = time.Duration(f.v)
+			}
+			return fmt.Errorf("%s %v: want more than 0", f.name, shown)
+		}
+	}
+	return nil
 }
 
 // checkFlags checks the values flag parsing lets through, each error naming

@@ -3,8 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
+	"net"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +18,7 @@ import (
 	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/ledger"
 	"github.com/peersched/peersched/xrpl/tcpnet"
+	"github.com/peersched/peersched/xrpl/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -93,6 +98,13 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"extra"}, `unexpected arguments ["extra"]`},
 		{[]string{"-ledger", "no-such-ledger.json"}, `-ledger "no-such-ledger.json": `},
 		{[]string{"-seed", "x"}, `invalid value "x" for flag -seed`},
+		{[]string{"-max-conns", "0"}, "-max-conns 0: want more than 0"},
+		{[]string{"-max-conns-per-addr", "-1"}, "-max-conns-per-addr -1: want more than 0"},
+		{[]string{"-idle-timeout", "0s"}, "-idle-timeout 0s: want more than 0"},
+		{[]string{"-frame-timeout", "-1s"}, "-frame-timeout -1s: want more than 0"},
+		{[]string{"-write-timeout", "0s"}, "-write-timeout 0s: want more than 0"},
+		{[]string{"-max-waiting", "0"}, "-max-waiting 0: want more than 0"},
+		{[]string{"-max-waiting-total", "0"}, "-max-waiting-total 0: want more than 0"},
 	} {
 		var stderr strings.Builder
 		if code := run(context.Background(), c.args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
@@ -103,5 +115,95 @@ func TestBadFlags(t *testing.T) {
 	if code := run(context.Background(), []string{"-listen", "256.0.0.1:1", "-objects", "10"}, io.Discard, &stderr); code != 1 ||
 		!strings.Contains(stderr.String(), `-listen "256.0.0.1:1": `) {
 		t.Errorf("unusable address: exit %d, stderr %q; want 1 and the flag named", code, stderr.String())
+	}
+}
+
+// TestSurvivesIdleFlood: connections beyond -max-conns-per-addr are closed
+// as they come, those kept are closed after -idle-timeout, and a client
+// from another address is served throughout; the last line counts both.
+// (Before: every connection was kept, idle, for ever.) It runs on loopback,
+// 127.0.0.1 flooding and 127.0.0.2 honest, and waits on socket reads with
+// deadlines, never on sleeps.
+func TestSurvivesIdleFlood(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	serveCtx, interrupt := context.WithCancel(ctx)
+	out, w := io.Pipe()
+	exit := make(chan int, 1)
+	go func() {
+		code := run(serveCtx, []string{"-listen", "127.0.0.1:0", "-objects", "100", "-max-conns-per-addr", "2", "-idle-timeout", "300ms"}, w, io.Discard)
+		w.Close()
+		exit <- code
+	}()
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() {
+		t.Fatalf("no first line: %v", lines.Err())
+	}
+	first := lines.Text()
+	addr := first[strings.LastIndex(first, " ")+1:]
+	deadline := time.Now().Add(30 * time.Second)
+
+	var flood []net.Conn
+	for range 5 {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		_ = nc.SetDeadline(deadline)
+		flood = append(flood, nc)
+	}
+	// While the flood holds its address's connections, a client from
+	// another address is served.
+	honest, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).Dial("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot dial from 127.0.0.2: %v", err)
+	}
+	defer honest.Close()
+	_ = honest.SetDeadline(deadline)
+	pingPong(t, honest, 1)
+	// The flood's connections all end: three at once, two at the idle
+	// timeout (and the honest one, idle too, with them).
+	for i, nc := range flood {
+		if _, err := nc.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("flood connection %d: read %v, want it closed by the server", i, err)
+		}
+	}
+	// Then the flood's address is served again.
+	again, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	_ = again.SetDeadline(deadline)
+	pingPong(t, again, 2)
+	interrupt()
+	var rest strings.Builder
+	for lines.Scan() {
+		rest.WriteString(lines.Text())
+	}
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	// The honest client's first connection may or may not have timed
+	// out, idle, before the interrupt.
+	if !regexp.MustCompile(`3 rejected over the connection caps, [23] timed out`).MatchString(rest.String()) {
+		t.Errorf("last words %q, want 3 rejected and 2 or 3 timed out", rest.String())
+	}
+}
+
+// pingPong sends a ping on nc and fails t unless its pong comes back.
+func pingPong(t *testing.T, nc net.Conn, id uint64) {
+	t.Helper()
+	ping, _ := wire.AppendMessage(nil, id, wire.Ping{})
+	if _, err := nc.Write(ping); err != nil {
+		t.Fatalf("ping %d: %v", id, err)
+	}
+	f, err := wire.ReadFrame(nc, 0)
+	if err != nil {
+		t.Fatalf("ping %d: %v", id, err)
+	}
+	if got, msg, err := wire.DecodeMessage(f, 0); err != nil || got != id || msg != (wire.Pong{}) {
+		t.Fatalf("ping %d: %d %v %v", id, got, msg, err)
 	}
 }

@@ -159,3 +159,52 @@ func TestBadSVGPathFails(t *testing.T) {
 		t.Errorf("exit code %d, message %q; want %d naming -svg", code, stderr.String(), exitFailed)
 	}
 }
+
+// TestDefaultLedgerFallsBackToGenerated: without -ledger or -generated, where
+// the default real ledger cannot be had (outside the repository, or in a clone
+// with no ../shared/ledgers beside it), the command fetches a generated ledger
+// of fallbackLeaves leaves, says so in one line on stderr, and succeeds.
+func TestDefaultLedgerFallsBackToGenerated(t *testing.T) {
+	outside := t.TempDir()
+	clone := filepath.Join(t.TempDir(), "peersched")
+	if err := os.MkdirAll(clone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(clone, "go.mod"), []byte("module github.com/peersched/peersched\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dir, says string
+	}{
+		{"outside the repository", outside, "not inside the peersched repository"},
+		{"a clone with nothing beside it", clone, "no real ledger at " + filepath.Join(clone, "..", "shared", "ledgers", "xrpl-40000.json")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(c.dir)
+			var stdout, stderr bytes.Buffer
+			args := []string{"-nodes", "20", "-degree", "4", "-seed", "3", "-time-limit", "5s", "-strategy", "fixed", "-json"}
+			if code := run(args, &stdout, &stderr); code != exitOK {
+				t.Fatalf("exit code %d, want %d: %s", code, exitOK, stderr.String())
+			}
+			var notes []string
+			for line := range strings.Lines(stderr.String()) {
+				if strings.HasPrefix(line, "overlaysim: ") {
+					notes = append(notes, line)
+				}
+			}
+			want := "fetching a generated ledger of 261 leaves instead"
+			if len(notes) != 1 || !strings.Contains(notes[0], want) || !strings.Contains(notes[0], c.says) {
+				t.Fatalf("stderr notes %q, want one line saying %q and %q", notes, c.says, want)
+			}
+			var out struct {
+				Ledger string `json:"ledger"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, stdout.String())
+			}
+			if out.Ledger != "generated (261 leaves, seed 3)" {
+				t.Errorf("ledger %q, want the generated fallback", out.Ledger)
+			}
+		})
+	}
+}

@@ -1,0 +1,261 @@
+package tcpnet
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/penalty"
+	"github.com/peersched/peersched/xrpl/wire"
+)
+
+// Tests of what a hostile peer can make a Conn or Client do. Each runs in a
+// synctest bubble over net.Pipe, so deadlines and back-offs are exact and
+// nothing sleeps.
+
+// quietHost takes every peer and every response, and can be told to refuse
+// deliveries under some IDs.
+type quietHost struct {
+	mu      sync.Mutex
+	refuse  map[peer.RequestID]error
+	got     int
+	connect chan peer.ID
+}
+
+func (h *quietHost) Connect(p peer.Peer, _ int) error {
+	if h.connect != nil {
+		h.connect <- p.ID()
+	}
+	return nil
+}
+func (h *quietHost) Disconnect(peer.ID) error { return nil }
+func (h *quietHost) Deliver(_ peer.ID, id peer.RequestID, _ any) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err := h.refuse[id]; err != nil {
+		return err
+	}
+	h.got++
+	return nil
+}
+
+// pipeConn returns a started Conn over a pipe, and the pipe's far end.
+func pipeConn(t *testing.T, host Host, cfg ConnConfig) (*Conn, net.Conn) {
+	t.Helper()
+	near, far := net.Pipe()
+	c := NewConn(near, "p", host, cfg)
+	c.Start()
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = far.Close()
+	})
+	return c, far
+}
+
+// drain reads and discards everything on nc until it ends.
+func drain(nc net.Conn) {
+	buf := make([]byte, 4096)
+	for {
+		if _, err := nc.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+// TestAnswerTimeout: a peer asked something that sends nothing for
+// AnswerTimeout, or takes longer over one frame, is dropped at that moment
+// with ReasonIdle; a peer asked nothing may stay silent. (Before: such a
+// peer stayed connected for the whole fetch.)
+func TestAnswerTimeout(t *testing.T) {
+	const timeout = 5 * time.Second
+	req := ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}}
+	t.Run("never answers", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, far := pipeConn(t, &quietHost{}, ConnConfig{AnswerTimeout: timeout})
+			go drain(far)
+			time.Sleep(time.Minute) // asked nothing: stays up
+			if c.Err() != nil {
+				t.Fatalf("a peer asked nothing was dropped: %v", c.Err())
+			}
+			start := time.Now()
+			if err := c.Send(1<<24, req); err != nil {
+				t.Fatal(err)
+			}
+			<-c.Done()
+			if d := time.Since(start); d != timeout || ReasonOf(c.Err()) != ReasonIdle {
+				t.Fatalf("ended after %v with %v, want %v and %q", d, c.Err(), timeout, ReasonIdle)
+			}
+		})
+	})
+	t.Run("answers, then stops", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, far := pipeConn(t, &quietHost{}, ConnConfig{AnswerTimeout: timeout})
+			answer, _ := wire.AppendMessage(nil, 1<<24, testLedger.Answer(req))
+			go func() {
+				_, _ = wire.ReadFrame(far, 0)
+				_, _ = wire.ReadFrame(far, 0)
+				time.Sleep(3 * time.Second)
+				_, _ = far.Write(answer) // the first, 3s late: fine
+				drain(far)
+			}()
+			start := time.Now()
+			for id := range 2 {
+				if err := c.Send(peer.RequestID(1<<24+id), req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			<-c.Done()
+			if d := time.Since(start); d != 3*time.Second+timeout || ReasonOf(c.Err()) != ReasonIdle {
+				t.Fatalf("ended after %v with %v, want %v (5s after its one answer) and %q", d, c.Err(), 3*time.Second+timeout, ReasonIdle)
+			}
+		})
+	})
+	t.Run("slowloris frame", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			c, far := pipeConn(t, &quietHost{}, ConnConfig{AnswerTimeout: timeout})
+			answer, _ := wire.AppendMessage(nil, 1<<24, testLedger.Answer(req))
+			writerDone := make(chan struct{})
+			go func() {
+				defer close(writerDone)
+				for _, b := range answer { // unasked, a byte a second
+					if _, err := far.Write([]byte{b}); err != nil {
+						return
+					}
+					time.Sleep(time.Second)
+				}
+			}()
+			start := time.Now()
+			<-c.Done()
+			d := time.Since(start)
+			// The writer may be asleep between two bytes: close its end and
+			// wait for it, so that the bubble ends with no goroutine left.
+			far.Close()
+			<-writerDone
+			if d != timeout || ReasonOf(c.Err()) != ReasonIdle {
+				t.Fatalf("ended after %v with %v, want %v and %q", d, c.Err(), timeout, ReasonIdle)
+			}
+		})
+	})
+}
+
+// TestTrafficCounted: every frame delivered under a request ID is reported
+// with its size and the Host's verdict, taken or refused.
+func TestTrafficCounted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type seen struct {
+			bytes int
+			err   error
+		}
+		var mu sync.Mutex
+		var got []seen
+		host := &quietHost{refuse: map[peer.RequestID]error{2: receiver.ErrLateResponse, 3: receiver.ErrDuplicateResponse}}
+		c, far := pipeConn(t, host, ConnConfig{Traffic: func(from peer.ID, bytes int, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if from != "p" {
+				t.Errorf("traffic from %q", from)
+			}
+			got = append(got, seen{bytes, err})
+		}})
+		resp := testLedger.Answer(ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}})
+		var want []seen
+		for id, err := range []error{nil, nil, receiver.ErrLateResponse, receiver.ErrDuplicateResponse} {
+			if id == 0 {
+				continue
+			}
+			frame, _ := wire.AppendMessage(nil, uint64(id), resp)
+			if _, err := far.Write(frame); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, seen{len(frame), err})
+		}
+		ping, _ := wire.AppendMessage(nil, 9, wire.Ping{})
+		go drain(far)
+		_, _ = far.Write(ping) // not traffic under a request ID
+		_ = c.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.EqualFunc(got, want, func(a, b seen) bool { return a.bytes == b.bytes && errors.Is(a.err, b.err) }) {
+			t.Fatalf("traffic %+v, want %+v", got, want)
+		}
+	})
+}
+
+// redials runs a Client against a peer that sends an oversized frame on
+// every connection, and returns when each of its first n dials came (on
+// the bubble's clock) and why each connection ended.
+func redials(t *testing.T, seed uint64, n int) ([]time.Duration, []Reason) {
+	var at []time.Duration
+	var why []Reason
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		var mu sync.Mutex
+		dialled := make(chan struct{})
+		var once sync.Once
+		c := NewClient(&quietHost{}, ClientConfig{
+			Seed:      seed,
+			RedialMin: 50 * time.Millisecond, RedialMax: 2 * time.Second,
+			Dial: func(ctx context.Context, _ string) (net.Conn, error) {
+				near, far := net.Pipe()
+				mu.Lock()
+				at = append(at, time.Since(start))
+				if len(at) == n {
+					once.Do(func() { close(dialled) })
+				}
+				mu.Unlock()
+				go func() {
+					defer far.Close()
+					_, _ = far.Write(binary.BigEndian.AppendUint32(nil, 1<<25)) // a frame over the cap
+					drain(far)
+				}()
+				return near, nil
+			},
+			Ended: func(_ peer.ID, err error) {
+				mu.Lock()
+				why = append(why, ReasonOf(err))
+				mu.Unlock()
+			},
+		})
+		c.Add("bad", "pipe")
+		<-dialled
+		c.Close()
+	})
+	return at[:n], why[:n-1]
+}
+
+// TestRedialBacksOff: a peer that breaks the protocol on every connection
+// is redialled after waits that double up to RedialMax, each jittered down
+// by up to half, the same for the same seed; the Client names why each
+// connection ended. (Before: it was redialled every RedialMin, 50ms, for
+// ever.)
+func TestRedialBacksOff(t *testing.T) {
+	const n = 9
+	at, why := redials(t, 1, n)
+	for i := 1; i < n; i++ {
+		gap := at[i] - at[i-1]
+		full := penalty.Backoff(50*time.Millisecond, 2*time.Second, i)
+		if gap < full/2 || gap > full {
+			t.Errorf("redial %d came %v after the one before, want within [%v, %v]", i, gap, full/2, full)
+		}
+	}
+	for i, r := range why {
+		if r != ReasonOversized {
+			t.Errorf("connection %d ended for %q, want %q", i, r, ReasonOversized)
+		}
+	}
+	if again, _ := redials(t, 1, n); !slices.Equal(at, again) {
+		t.Errorf("seed 1 twice: %v and %v", at, again)
+	}
+	if other, _ := redials(t, 2, n); slices.Equal(at, other) {
+		t.Errorf("seeds 1 and 2 gave the same waits: %v", at)
+	}
+}
