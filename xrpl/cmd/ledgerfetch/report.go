@@ -163,6 +163,9 @@ func writeReport(w io.Writer, r result) {
 	for _, u := range r.Useless {
 		fmt.Fprintf(w, "  disconnected %s: %s\n", u.ID, u.Reason)
 	}
+	for _, p := range r.Lacking {
+		fmt.Fprintf(w, "  benched      %s: %s\n", p.ID, p.Reason())
+	}
 	if r.Bound > 0 {
 		perRequest := float64(r.Batch)
 		if r.Batch == 0 {

@@ -128,6 +128,11 @@ func TestTableAndSVG(t *testing.T) {
 		t.Fatalf("exit code %d: %s", code, stderr.String())
 	}
 	table := stdout.String()
+	// Without -seeders the overlay runs its default 3, and both the table's
+	// first line and the chart's title say so (they once said 0).
+	if first, _, _ := strings.Cut(table, "\n"); !strings.Contains(first, ", 3 seeders, ") {
+		t.Errorf("first line %q does not say 3 seeders", first)
+	}
 	for _, want := range []string{"scheduler (adaptive)", "fixed 4 channels", "peer set (4 channels)", "time to 50%", "time to 99%", "time to 100%",
 		"worst queueing delay", "peak requests waiting", "requests dropped (overload)", "bytes sent per node", "duplicate objects received", "fairness (Jain"} {
 		if !strings.Contains(table, want) {
@@ -145,6 +150,9 @@ func TestTableAndSVG(t *testing.T) {
 	}
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("the SVG does not parse: %v", err)
+	}
+	if !bytes.Contains(b, []byte("20 nodes, degree 4, 3 seeders, seed 3")) {
+		t.Errorf("the SVG's title does not say 3 seeders")
 	}
 	if len(doc.Polylines) != 3 || !strings.HasPrefix(doc.Polylines[0].Name, "scheduler (adaptive): ") || !strings.HasPrefix(doc.Polylines[2].Name, "peer set (4 channels): ") {
 		t.Errorf("curves %+v, want one per strategy", doc.Polylines)
