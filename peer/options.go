@@ -32,6 +32,23 @@ type Options struct {
 	// Bounds are the bounds of the default Vegas limiter; they are ignored
 	// when Limiter is set. The zero Bounds means the defaults above.
 	Bounds limit.Bounds
+	// Rate, if not zero, is how fast the peer accepts messages, in its own
+	// terms (see limit.Rate): the scheduler never offers a channel of the
+	// peer whose message would take it over that rate. While it would, the
+	// peer's channels stay closed to offers and senders wait; they open
+	// when the peer's bucket pays for a message again. The zero Rate paces
+	// nothing.
+	Rate limit.Rate
+}
+
+// NewPacer returns the limit.Pacer that keeps the peer within o.Rate, or
+// nil for the zero Rate. It fails with an error wrapping limit.ErrBadRate
+// for a Rate that is not valid (see limit.Rate.Validate).
+func (o Options) NewPacer() (*limit.Pacer, error) {
+	if o.Rate.IsZero() {
+		return nil, nil
+	}
+	return limit.NewPacer(o.Rate)
 }
 
 // NewLimiter returns the Limiter o names: o.Limiter, or a new limit.Vegas

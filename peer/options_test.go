@@ -37,3 +37,18 @@ func TestOptionsNewLimiter(t *testing.T) {
 	_, err = Options{Bounds: limit.Bounds{Min: 3, Start: 2, Max: 9}}.NewLimiter()
 	require.True(t, errors.Is(err, limit.ErrBadBounds), "%v", err)
 }
+
+func TestOptionsNewPacer(t *testing.T) {
+	p, err := Options{}.NewPacer()
+	require.NoError(t, err)
+	require.Nil(t, p, "the zero Rate paces nothing")
+
+	r := limit.Rate{Cost: 250, PerSecond: 4000, Burst: 1000}
+	p, err = Options{Rate: r}.NewPacer()
+	require.NoError(t, err)
+	require.Equal(t, r, p.Rate())
+	require.EqualValues(t, 4, p.Allows(0))
+
+	_, err = Options{Rate: limit.Rate{Cost: 2, PerSecond: 1, Burst: 1}}.NewPacer()
+	require.True(t, errors.Is(err, limit.ErrBadRate), "%v", err)
+}

@@ -15,14 +15,21 @@ import (
 // neither problem.
 
 // armTimerLocked makes sure the timer will fire no later than the earliest
-// deadline, or the budget's next token if senders wait for it. It only moves the timer earlier: a timer that fires before
-// anything is due (because the deadline it was armed for was removed) simply
-// re-arms, which is cheaper than re-arming on every removal. Caller holds
-// requestsMu.
+// deadline, the budget's next token if senders wait for it, or the moment
+// a paced peer's rate pays for a message again. It only moves the timer
+// earlier: a timer that fires before anything is due (because the
+// deadline it was armed for was removed) simply re-arms, which is cheaper
+// than re-arming on every removal. Caller holds offersMu (which guards the
+// paced peers) and requestsMu.
 func (s *Scheduler) armTimerLocked(now time.Duration) {
 	next, ok := s.table.Next()
 	if s.tokenDue && (!ok || s.tokenAt < next) {
 		next, ok = s.tokenAt, true
+	}
+	if s.paced {
+		if due, held := s.holds.next(); held && (!ok || due < next) {
+			next, ok = due, true
+		}
 	}
 	if !ok || (s.timerArmed && next >= s.timerAt) {
 		return
@@ -48,6 +55,9 @@ func (s *Scheduler) onTimer() {
 	now := s.now()
 	reopened := s.expireDueLocked(now)
 	if s.tokenDueLocked(now) {
+		reopened = true
+	}
+	if s.paced && s.refillDueLocked(now) {
 		reopened = true
 	}
 	s.armTimerLocked(now)

@@ -114,6 +114,18 @@ func opOf(b byte, extended, wants bool) int {
 	return op
 }
 
+// fuzzRates are the Rates an extended program's paced peers may declare:
+// a message every 20ms after a burst of 2; one every 6.67ms (rounded up to
+// the nanosecond) after 3, with a unit left over; rippled's cost of a
+// query at 16 queries a second, after 2; and one that is not valid
+// (its burst pays for no message), which ConnectWith refuses.
+var fuzzRates = [4]limit.Rate{
+	{Cost: 1, PerSecond: 50, Burst: 2},
+	{Cost: 2, PerSecond: 300, Burst: 7},
+	{Cost: 250, PerSecond: 4000, Burst: 500},
+	{Cost: 3, PerSecond: 10, Burst: 2},
+}
+
 // fuzzClasses are the class sets an extended program may declare: none, two
 // flat classes, and a tree whose root caps its children together.
 var fuzzClasses = [3][]limit.Class{
@@ -253,6 +265,7 @@ type fuzzSide struct {
 	messages   int
 	sentAt     []time.Duration // when each send the host accepted began
 	sentBytes  []int64         // and the size its sender declared
+	paced      []*fuzzPeer     // the connections made with a Rate
 }
 
 // now is the time since the side's start.
@@ -339,6 +352,13 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 			case 2:
 				b := limit.Bounds{Min: 1, Start: channels, Max: channels + 3}
 				connect, how = func() error { return sd.api.ConnectWith(p, peer.Options{Bounds: b}) }, " vegas"
+			case 3:
+				// Paced (promise 21), at a fixed limit: a Rate from the
+				// kind's high bits, the last of them not valid.
+				b := limit.Bounds{Min: channels, Start: channels, Max: channels}
+				p.rate = fuzzRates[kind>>2%uint8(len(fuzzRates))]
+				sd.paced = append(sd.paced, p)
+				connect, how = func() error { return sd.api.ConnectWith(p, peer.Options{Bounds: b, Rate: p.rate}) }, fmt.Sprintf(" paced %+v", p.rate)
 			}
 		}
 		// Offers may come before Connect returns.
@@ -874,6 +894,10 @@ type fuzzPeer struct {
 	sd   *fuzzSide
 	id   peer.ID
 	plan bytesIn
+	// rate is the Rate it connected with, if any, and sentAt when each send
+	// to it that it accepted began (promise 21).
+	rate   limit.Rate
+	sentAt []time.Duration
 }
 
 func (p *fuzzPeer) ID() peer.ID { return p.id }
@@ -907,6 +931,9 @@ func (p *fuzzPeer) Send(requestID peer.RequestID, message any) error {
 	if err == nil {
 		sd.sentAt = append(sd.sentAt, began)
 		sd.sentBytes = append(sd.sentBytes, bytes)
+		if !p.rate.IsZero() {
+			p.sentAt = append(p.sentAt, began)
+		}
 	}
 	return err
 }
@@ -973,7 +1000,7 @@ var errClasses = []struct {
 	name string
 	err  error
 }{
-	{"stopped", ErrStopped}, {"nil peer", peer.ErrNilPeer}, {"bad channels", peer.ErrBadChannels},
+	{"stopped", ErrStopped}, {"nil peer", peer.ErrNilPeer}, {"bad channels", peer.ErrBadChannels}, {"bad rate", limit.ErrBadRate},
 	{"already connected", peer.ErrAlreadyConnected}, {"unknown peer", peer.ErrUnknownPeer},
 	{"nil sender", offer.ErrNilSender}, {"too many senders", offer.ErrTooManySenders},
 	{"expired", offer.ErrExpired}, {"no such channel", offer.ErrNoSuchChannel}, {"channel used", offer.ErrChannelUsed},
@@ -1166,6 +1193,7 @@ func finalChecks(t *testing.T, sd *fuzzSide, st Stats) {
 		}
 	}
 	checkRate(t, sd)
+	checkPeerRates(t, sd)
 	for id, r := range sd.receivers {
 		want := 1
 		if r.withdrawn || !r.sendOK {
@@ -1188,6 +1216,19 @@ func finalChecks(t *testing.T, sd *fuzzSide, st Stats) {
 	}
 	if ended := st.Succeeded + st.TimedOut + st.Refused + st.Disconnected + st.Shutdown + st.WithdrawnEnded; ended != st.Sent {
 		t.Fatalf("%d requests sent, %d ended: %+v", st.Sent, ended, st)
+	}
+}
+
+// checkPeerRates checks promise 21: in every window of time, the sends a
+// paced connection accepted cost it at most its burst plus its rate times
+// the window.
+func checkPeerRates(t *testing.T, sd *fuzzSide) {
+	t.Helper()
+	for _, p := range sd.paced {
+		costs := slices.Repeat([]int64{p.rate.Cost}, len(p.sentAt))
+		if over := overspent(p.sentAt, costs, p.rate.PerSecond, p.rate.Burst); over != "" {
+			t.Fatalf("%s: %s to %s, paced at %+v", sd.name, over, p.id, p.rate)
+		}
 	}
 }
 
@@ -1398,6 +1439,26 @@ var fuzzSeeds = [][]byte{
 	// token every 20ms.
 	extendedProgram(0, 0, 0, 0, 2|1<<2, 0, connectFixedOp(1, 3, 3, 0, 0, 0), classedOp(0, 0, 2, 1<<5),
 		classedOp(0, 0, 0, 0), classedOp(0, 0, 0, 0), classedOp(0, 0, 0, 0), advanceOp(1), advanceOp(3), advanceOp(3), advanceOp(6)),
+	// Paced peers (promise 21). p1 at a message every 20ms after a burst
+	// of 2, 3 channels: its host refuses its second send, whose charge
+	// comes back, so the next sender goes at once; the others wait for
+	// its rate, not its channels, and an answer opens nothing; then a
+	// notification; it disconnects while held and reconnects full; p2
+	// declares a Rate that is not valid and is refused.
+	extendedProgram(0, 0, 0, 0, 0, 0, connectPacedOp(1, 3, 0, 0, 3, 0, 0, 0, 0), classedOp(0, 0, 0, 0),
+		classedOp(0, 0, 0, 0), classedOp(0, 0, 0, 0), classedOp(0, 0, 0, 0), classedOp(0, 0, 3, 2), deliverOp(0),
+		advanceOp(2), advanceOp(1), advanceOp(3), disconnectOp(1), connectPacedOp(1, 3, 0), connectPacedOp(2, 2, 3),
+		classedOp(0, 0, 2, 3<<5), advanceOp(6)),
+	// A paced peer whose host calls back in while it sends its second
+	// message, the last its burst pays for, advancing time past the moment
+	// its rate pays again, beside an unpaced peer, under a budget rate.
+	// (fuzzRates[1], with a unit left over, is left to the fuzzer.)
+	extendedProgram(0, 0, 0, 0, 2|1<<2, 0, connectPacedOp(1, 3, 0, 0, 6, 0, opByte(opAdvance), 3, 0),
+		connectFixedOp(2, 1), classedOp(0, 0, 2, 3<<5), classedOp(1, 0, 0, 0), classedOp(0, 0, 0, 0),
+		classedOp(0, 0, 2, 3<<5), deliverOp(0), advanceOp(1), advanceOp(7), deliverOp(1), advanceOp(6)),
+	// rippled's cost of a query at 16 a second, after a burst of 2.
+	extendedProgram(0, 0, 0, 0, 0, 0, connectPacedOp(1, 3, 2), classedOp(0, 0, 2, 3<<5), classedOp(0, 0, 0, 0),
+		advanceOp(5), advanceOp(2), deliverOp(0), advanceOp(6)),
 	// Vegas, fed by answers and timeouts.
 	extendedProgram(0, 0, 0, 0, 0, 0, connectVegasOp(1, 2), classedOp(0, 0, 2, 3<<5), deliverOp(0), deliverOp(1),
 		classedOp(0, 0, 2, 3<<5), advanceOp(6), classedOp(0, 0, 2, 3<<5), deliverOp(0), advanceOp(6)),
@@ -1610,6 +1671,12 @@ func connectDrivenOp(peer, channels byte, limits []byte, hostPlan ...byte) []byt
 
 func connectVegasOp(peer, channels byte, hostPlan ...byte) []byte {
 	return append(connectOp(peer, channels, hostPlan...), 2)
+}
+
+// connectPacedOp is connectOp in an extended program, for a peer with a
+// fixed limit paced at fuzzRates[rate] (the last: not valid).
+func connectPacedOp(peer, channels, rate byte, hostPlan ...byte) []byte {
+	return append(connectOp(peer, channels, hostPlan...), 3|rate<<2)
 }
 
 func disconnectOp(peer byte) []byte { return []byte{opByte(opDisconnect), peer} }

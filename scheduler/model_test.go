@@ -69,6 +69,16 @@ package scheduler
 //     fails, the outcome is dropped and the receiver never called.
 //   - Deadlines fire in (deadline, order of arming); all those due at one
 //     instant fire together, before anything else happens.
+//   - A peer connected with a Rate is paced (promise 21): a bucket of its
+//     units, full at first, gains PerSecond a second up to Burst, and each
+//     send takes Cost from it when it begins. Its allowance, the whole
+//     messages the bucket pays for, is set when it connects, after every
+//     send to it (which first takes one from it) and after a send to it
+//     that the host refused (whose charge is given back); it caps the
+//     peer's open channels. When the allowance is 0 the peer is held until
+//     the bucket pays for one message; at that instant, after the
+//     deadlines due then, its allowance is set again, and if its open
+//     channels grew, offers follow.
 //   - The budget: while the closed channels number MaxInFlight, or the
 //     rate's bucket holds no whole token, the next sender is not offered
 //     anything; in the bucket's case the offers resume when the next token
@@ -179,6 +189,14 @@ type mPeer struct {
 	lastSend      uint64 // when it was last sent to, in sends since New; 0 for never
 	gone          bool
 	requests      []*mReq // outstanding, and notifications being digested, oldest first
+	// Its pacing, if it connected with a Rate (cost > 0): the bucket of its
+	// units, the messages it lets the peer be sent (set by pace, less one
+	// a send), and whether, and until when, it pays for none.
+	bucket    *limit.Bucket
+	cost      int64
+	allowance int
+	held      bool
+	due       time.Duration
 }
 
 // mClass is a class: its parent is an index into model.classes, or -1.
@@ -458,7 +476,44 @@ func (m *model) call(f func()) {
 	f()
 }
 
-func (p *mPeer) open() int { return max(p.limit-p.closed, 0) }
+func (p *mPeer) open() int {
+	n := max(p.limit-p.closed, 0)
+	if p.cost > 0 {
+		n = min(n, p.allowance)
+	}
+	return n
+}
+
+// pace sets p's allowance to the messages its bucket pays for now, and
+// holds it until the bucket pays for one if that is none.
+func (m *model) pace(p *mPeer) {
+	n := m.paceTokens(p) / p.cost
+	p.allowance = int(min(n, peer.MaxChannelsPerPeer))
+	p.held = n == 0
+	if p.held {
+		wait, _ := p.bucket.Wait(m.now, p.cost)
+		p.due = m.now + wait
+	}
+}
+
+func (m *model) paceTokens(p *mPeer) int64 { return p.bucket.Tokens(m.now) }
+
+// charge charges paced p for a send that begins now; uncharge gives the
+// charge back for a send the host refused, if p is still connected.
+func (m *model) charge(p *mPeer) {
+	if p.cost > 0 {
+		p.allowance--
+		_, _ = p.bucket.Take(m.now, p.cost)
+		m.pace(p)
+	}
+}
+
+func (m *model) uncharge(p *mPeer) {
+	if p.cost > 0 && !p.gone {
+		_ = p.bucket.Give(p.cost)
+		m.pace(p)
+	}
+}
 
 func (m *model) open() (n int) {
 	for _, p := range m.peers {
@@ -660,6 +715,9 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if p == nil {
 		return peer.ErrNilPeer
 	}
+	if err := opts.Rate.Validate(); err != nil {
+		return err
+	}
 	l, err := opts.NewLimiter()
 	if err != nil {
 		return err
@@ -672,7 +730,13 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	case m.peers[id] != nil:
 		return peer.ErrAlreadyConnected
 	}
-	m.peers[id] = &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peerpool.TieKey(m.rankSeed, id)}
+	mp := &mPeer{p: p, id: id, limit: max(start, 1), limiter: l, tieKey: peerpool.TieKey(m.rankSeed, id)}
+	if r := opts.Rate; !r.IsZero() {
+		mp.bucket, _ = limit.NewBucket(r.PerSecond, r.Burst)
+		mp.cost = r.Cost
+		m.pace(mp)
+	}
+	m.peers[id] = mp
 	m.peerConnected(id)
 	m.want()
 	return nil
@@ -882,6 +946,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, req offerlink.Requ
 		return 0, receiver.ErrTooManyRequests
 	}
 	p.closed++
+	m.charge(p)
 	m.sent(p)
 	m.spend(o.bytes)
 	m.book(o.class)
@@ -899,6 +964,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, req offerlink.Requ
 		if !p.gone {
 			p.closed-- // never really taken: not an opening
 		}
+		m.uncharge(p)
 		m.refund(o.bytes)
 		c.unclaim(o, i)
 		m.st.SendErrors++
@@ -934,6 +1000,7 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	}
 	o := c.offer
 	p.closed++
+	m.charge(p)
 	m.sent(p)
 	m.spend(o.bytes)
 	m.book(o.class)
@@ -941,6 +1008,7 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 		if !p.gone {
 			p.closed--
 		}
+		m.uncharge(p)
 		m.refund(o.bytes)
 		m.unbook(o.class)
 		c.unclaim(o, i)
@@ -1276,6 +1344,11 @@ func (m *model) advance(d time.Duration) {
 		if m.tokenDue && (next < 0 || m.tokenAt < next) {
 			next = m.tokenAt
 		}
+		for _, p := range m.peers {
+			if p.held && (next < 0 || p.due < next) {
+				next = p.due
+			}
+		}
 		if next < 0 || next > end {
 			break
 		}
@@ -1283,6 +1356,13 @@ func (m *model) advance(d time.Duration) {
 		ended := m.expire()
 		if m.tokenDue && m.now >= m.tokenAt {
 			m.tokenDue, ended = false, true
+		}
+		for _, id := range slices.Sorted(maps.Keys(m.peers)) {
+			if p := m.peers[id]; p.held && p.due <= m.now {
+				before := p.open()
+				m.pace(p)
+				ended = ended || p.open() > before
+			}
 		}
 		m.after(ended)
 	}

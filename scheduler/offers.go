@@ -235,6 +235,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 		return 0, receiver.ErrTooManyRequests
 	}
 	s.pool.Close(ref)
+	if s.paced {
+		s.chargeLocked(ref) // a hold is armed below
+	}
 	bytes := s.spendLocked()
 	class := s.bookLocked()
 	now := s.now()
@@ -325,6 +328,9 @@ func (s *Scheduler) undoRequest(generation uint64, i int, id peer.RequestID, byt
 		s.pool.Reopen(f.Peer)
 		s.releaseLocked(f.Terms)
 	}
+	if s.paced {
+		s.unchargeLocked(ch.Ref)
+	}
 	s.refundLocked(bytes)
 	s.finishSendLocked(generation, i, false)
 	s.countSendErrorLocked(ch)
@@ -343,6 +349,13 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	}
 	ref := ch.Ref
 	s.pool.Close(ref)
+	if s.paced && s.chargeLocked(ref) {
+		// Held: the timer must fire when the peer's rate pays again, even
+		// if the host's send takes until then.
+		s.requestsMu.Lock()
+		s.armTimerLocked(s.now())
+		s.requestsMu.Unlock()
+	}
 	bytes := s.spendLocked()
 	terms := requests.Terms{Class: s.bookLocked()}
 	s.offersMu.Unlock()
@@ -350,6 +363,9 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	undo := func() {
 		s.offersMu.Lock()
 		s.pool.Reopen(ref)
+		if s.paced {
+			s.unchargeLocked(ref)
+		}
 		s.refundLocked(bytes)
 		s.releaseLocked(terms)
 		s.finishSendLocked(generation, i, false)

@@ -1731,3 +1731,133 @@ func TestPromise19_TwoPhaseDeadlines(t *testing.T) {
 		require.Equal(t, 1, w.s.Stats().ChannelsOpen)
 	})
 }
+
+// TestPromise21_EachPeerIsKeptWithinItsRate: a peer connected with a Rate
+// is never offered a channel whose message would take it over that rate,
+// in its own units; senders wait without errors and are offered its
+// channels when its rate pays again; a send the host refuses gives its
+// charge back; a peer without a Rate is not held; a bad Rate is refused
+// and changes nothing. In both callback modes.
+func TestPromise21_EachPeerIsKeptWithinItsRate(t *testing.T) {
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			promise21(t, inline)
+		})
+	}
+}
+
+func promise21(t *testing.T, inline bool) {
+	// 250 units a message, 1,000 a second: one message every 250ms, after
+	// a burst of two.
+	rate := limit.Rate{Cost: 250, PerSecond: 1000, Burst: 500}
+	inBubbleAsIs(t, Config{InlineCallbacks: inline}, func(w *world) {
+		start := w.clock.Now()
+		var tried, accepted []time.Duration // the sends the host was asked to make, and those it took
+		a := &hostPeer{id: "A"}
+		a.onSend = func(peer.RequestID, any) {
+			at := w.clock.Since(start)
+			tried = append(tried, at)
+			a.mu.Lock()
+			if a.fail == nil {
+				accepted = append(accepted, at)
+			}
+			a.fail = nil // a refusal, below, is for one send only
+			a.mu.Unlock()
+		}
+		fixed8 := limit.Bounds{Min: 8, Start: 8, Max: 8}
+		require.NoError(t, w.s.ConnectWith(a, peer.Options{Bounds: fixed8, Rate: rate}))
+		w.settle()
+		require.Equal(t, peer.Usage{ID: "A", Channels: 2, ChannelsOpen: 2, Limit: 8}, w.usage("A"),
+			"a full bucket pays for two messages: two channels open of the limit's eight")
+
+		rec := newOutcomes()
+		var ids []peer.RequestID
+		senders := make([]*script, 6)
+		tickets := make([]offer.Ticket, 6)
+		for i := range senders {
+			senders[i] = &script{onOffer: sendFirst(rec, time.Hour, &ids)}
+			var err error
+			tickets[i], err = w.s.Schedule(senders[i], 0)
+			require.NoError(t, err, "a sender the peer's rate cannot pay for waits; it gets no error")
+			w.settle()
+		}
+		require.Equal(t, []time.Duration{0, 0}, tried, "the burst of two at once")
+		require.Equal(t, 4, w.s.Stats().SendersWaiting)
+		require.Equal(t, peer.Usage{ID: "A", Channels: 2, ChannelsClosed: 2, Limit: 8}, w.usage("A"),
+			"held by its rate: none of its channels is open")
+
+		// An answer ends a message, but the rate still binds: nothing opens.
+		require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
+		w.settle()
+		require.Len(t, tried, 2)
+		require.Zero(t, w.s.Stats().ChannelsOpen)
+
+		// The timer fires when the bucket pays for the next message.
+		w.advance(249 * time.Millisecond)
+		w.settle()
+		require.Len(t, tried, 2)
+		w.advance(time.Millisecond)
+		w.settle()
+		require.Equal(t, []time.Duration{0, 0, 250 * time.Millisecond}, tried)
+		w.advance(250 * time.Millisecond)
+		w.settle()
+		require.Len(t, tried, 4)
+
+		// A send the host refuses costs the peer nothing: the next sender
+		// goes at once, in the same instant.
+		a.mu.Lock()
+		a.fail = errRefused
+		a.mu.Unlock()
+		w.advance(250 * time.Millisecond)
+		w.settle()
+		require.Equal(t, []time.Duration{0, 0, 250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond, 750 * time.Millisecond}, tried)
+		require.Equal(t, []time.Duration{0, 0, 250 * time.Millisecond, 500 * time.Millisecond, 750 * time.Millisecond}, accepted)
+		require.Equal(t, uint64(5), w.s.Stats().Sent)
+		require.Equal(t, 1, rec.total(), "one answer, to the one response: the pacing fails nothing")
+
+		// Over any window, what the peer took costs at most its burst plus
+		// its rate times the window.
+		costs := slices.Repeat([]int64{rate.Cost}, len(accepted))
+		require.Empty(t, overspent(accepted, costs, rate.PerSecond, rate.Burst))
+
+		// The refused sender is parked; asked again, it waits for the rate
+		// like anyone, then goes.
+		require.True(t, w.s.Reoffer(tickets[4]))
+		w.settle()
+		require.Len(t, tried, 6, "the rate has not paid yet")
+		w.advance(250 * time.Millisecond)
+		w.settle()
+		require.Len(t, tried, 7)
+		require.Zero(t, w.s.Stats().SendersWaiting)
+
+		// A peer without a Rate is not held: a sender goes to it at once,
+		// while A is.
+		b := w.connect("B", 1)
+		late := &script{onOffer: sendFirst(rec, time.Hour, &ids)}
+		_, err := w.s.Schedule(late, 0)
+		require.NoError(t, err)
+		w.settle()
+		require.Equal(t, 1, late.offerCount())
+		require.Len(t, b.sent, 1)
+
+		// A bad Rate is refused and changes nothing.
+		before := w.s.Stats()
+		for _, bad := range []limit.Rate{{Cost: 0, PerSecond: 1, Burst: 1}, {Cost: 2, PerSecond: 1, Burst: 1}, {Cost: 1, PerSecond: -1, Burst: 1}} {
+			err := w.s.ConnectWith(&hostPeer{id: "C"}, peer.Options{Rate: bad})
+			require.ErrorIs(t, err, limit.ErrBadRate, "%+v", bad)
+		}
+		require.Equal(t, before, w.s.Stats())
+		require.Len(t, w.s.PeerUsage(nil), 2)
+
+		// A disconnect forgets the pacing: the peer reconnected has a full
+		// bucket, and its hold left behind fires harmlessly.
+		require.NoError(t, w.s.Disconnect("A"))
+		a2 := &hostPeer{id: "A"}
+		require.NoError(t, w.s.ConnectWith(a2, peer.Options{Bounds: fixed8, Rate: rate}))
+		w.settle()
+		require.Equal(t, 2, w.usage("A").ChannelsOpen)
+		w.advance(time.Second)
+		w.settle()
+		require.Equal(t, 2, w.usage("A").ChannelsOpen)
+	})
+}

@@ -273,8 +273,14 @@ type Scheduler struct {
 	// bookingErrors counts bookings and releases that classes refused: a
 	// broken invariant, which the tests check never happens.
 	bookingErrors uint64
-	choices       []peerpool.Choice // scratch for building offers
-	opened        []peer.ID         // scratch for waking the senders set aside
+	// paced: a peer with a Rate has connected; pacing is each paced
+	// connection's pacer, by pool slot, and holds the paced peers whose
+	// bucket pays for no message yet (see pacing.go).
+	paced   bool
+	pacing  []pacedPeer
+	holds   paceHeap
+	choices []peerpool.Choice // scratch for building offers
+	opened  []peer.ID         // scratch for waking the senders set aside
 	// counts counts every message and response; peers counts them by peer,
 	// adding up to counts (see peerstats.go). Every event they count holds
 	// this lock, and most hold requestsMu too.
@@ -441,18 +447,37 @@ func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 // peer's channels stay closed as their messages end, until it is within its
 // limit. PeerUsage reports each peer's current limit.
 //
+// A peer connected with a Rate (peer.Options.Rate) is also paced: it is
+// never offered more channels than its rate pays for at that moment, each
+// message costing it the Rate's Cost, so no send through an offer takes it
+// over its rate. While its rate pays for no message, its channels stay
+// closed to offers (PeerUsage shows them neither open nor closed) and
+// senders wait, without errors; when it pays for one again (the scheduler
+// arms its timer for that instant) its channels are offered at once. A
+// send the host refuses gives its charge back.
+//
 // It fails, changing nothing, with peer.ErrNilPeer, limit.ErrBadBounds,
-// peer.ErrAlreadyConnected or ErrStopped.
+// limit.ErrBadRate, peer.ErrAlreadyConnected or ErrStopped.
 func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if p == nil {
 		return peer.ErrNilPeer
+	}
+	pacer, err := opts.NewPacer()
+	if err != nil {
+		return err
 	}
 	l, err := opts.NewLimiter()
 	if err != nil {
 		return err
 	}
 	start := l.Limit() // host code, perhaps: ask before taking any lock
-	return s.connect(p, func(id peer.ID) (peerpool.Ref, error) { return s.pool.ConnectLimited(p, id, l, start) })
+	return s.connect(p, func(id peer.ID) (peerpool.Ref, error) {
+		ref, err := s.pool.ConnectLimited(p, id, l, start)
+		if err == nil && pacer != nil {
+			s.paceLocked(ref, pacer, s.now())
+		}
+		return ref, err
+	})
 }
 
 // connect adds p to the pool with add, which is called with p's ID under the
@@ -503,6 +528,9 @@ func (s *Scheduler) Disconnect(id peer.ID) error {
 	}
 	s.callbacksMu.Unlock()
 	s.peers.disconnected(ref) // after counting its failed requests
+	if s.paced {
+		s.unpaceLocked(ref)
+	}
 	s.requestsMu.Unlock()
 	s.offersMu.Unlock()
 	s.afterReopening(s.gated) // the peer's messages freed budget

@@ -73,6 +73,15 @@ func (pl *Pool) setLimit(slot int32, r *record, n int32) {
 	}
 	before := r.open()
 	r.limit = n
+	pl.reshape(slot, r, before)
+}
+
+// reshape brings the pool's count of open channels and its order up to
+// date after the open channels of the peer in slot, whose record is r and
+// whose closed channels did not change, went from before to r.open(), and
+// reports whether they grew. Its rank is unchanged, so it keeps its place
+// in the order if it stays there.
+func (pl *Pool) reshape(slot int32, r *record, before int32) bool {
 	after := r.open()
 	pl.open += int(after - before)
 	switch {
@@ -83,5 +92,7 @@ func (pl *Pool) setLimit(slot int32, r *record, n int32) {
 	}
 	if after > before {
 		pl.grow(slot, r) // new channels: a sender passed over may want them
+		return true
 	}
+	return false
 }

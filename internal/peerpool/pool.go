@@ -5,6 +5,7 @@
 package peerpool
 
 import (
+	"math"
 	"time"
 
 	"github.com/peersched/peersched/limit"
@@ -80,16 +81,25 @@ type record struct {
 	incarnation uint32        // 0 while the slot is free
 	limit       int32         // the messages the peer may have in flight
 	closed      int32         // the messages it has in flight
-	orderIndex  int32         // position in Pool.order, or -1
-	rtt         time.Duration
-	grew        bool // in Pool.grew: its open channels grew since TakeOpened
+	// allowance is how many more messages the peer's rate lets it be sent
+	// (see SetAllowance); unpaced for a peer without one.
+	allowance  int32
+	orderIndex int32 // position in Pool.order, or -1
+	rtt        time.Duration
+	grew       bool // in Pool.grew: its open channels grew since TakeOpened
 	// rank is the peer's RTT class on the pool's grid and its tie key
 	// (TieKey, or the sentKey of its last Close), packed (see rank).
 	rank uint64
 }
 
-// open is how many channels of the peer may carry a message now.
-func (r *record) open() int32 { return max(r.limit-r.closed, 0) }
+// unpaced is the allowance of a peer whose rate is not paced: more than
+// any limit.
+const unpaced = math.MaxInt32
+
+// open is how many channels of the peer may carry a message now: what its
+// limit leaves after its messages in flight, and no more than its rate's
+// allowance.
+func (r *record) open() int32 { return min(max(r.limit-r.closed, 0), r.allowance) }
 
 // Connect adds p, whose ID is id, with a fixed limit of the given number of
 // channels, all open. The caller passes id (p.ID()) so that it can ask the
@@ -142,7 +152,7 @@ func (pl *Pool) connect(p peer.Peer, id peer.ID, l limit.Limiter, channels int) 
 	if next == 0 {
 		next = 1 // incarnation 0 marks a free slot
 	}
-	*r = record{peer: p, id: id, limiter: l, incarnation: next, limit: int32(channels), orderIndex: -1,
+	*r = record{peer: p, id: id, limiter: l, incarnation: next, limit: int32(channels), allowance: unpaced, orderIndex: -1,
 		rank: rank(0, TieKey(pl.seed, id))}
 	pl.slotOf[id] = slot
 	pl.open += channels
@@ -194,6 +204,9 @@ func (pl *Pool) Close(ref Ref) (inFlight int) {
 		return 0
 	}
 	r.closed++
+	if r.allowance != unpaced {
+		r.allowance-- // both terms of open fall by one: so does open
+	}
 	// More load ranks it later whatever its key: it can only move down.
 	r.rank = rank(rankClass(r.rank), sentKey(pl.closes))
 	pl.closes++
@@ -225,20 +238,54 @@ func (pl *Pool) Reopen(ref Ref) bool {
 // release takes one message off the peer in slot, whose record is r, and
 // reports whether its channel opened.
 func (pl *Pool) release(slot int32, r *record) bool {
-	wasFull := r.open() == 0
+	before := r.open()
 	r.closed--
 	pl.closed--
-	if r.closed >= r.limit {
-		return false // retired: the peer is still at or above its limit
+	if r.open() == before {
+		// Retired (the peer is still at or above its limit), or kept shut
+		// by its rate's allowance; with fewer closed it ranks better.
+		if r.orderIndex >= 0 {
+			pl.up(int(r.orderIndex))
+		}
+		return false
 	}
 	pl.open++
 	pl.grow(slot, r)
-	if wasFull {
+	if before == 0 {
 		pl.pushOrder(slot)
 	} else {
 		pl.up(int(r.orderIndex))
 	}
 	return true
+}
+
+// SetAllowance paces the peer ref names: from now on it has at most n open
+// channels (n is clamped to [0, MaxChannelsPerPeer]), fewer as its limit
+// and its messages in flight leave, and each Close takes one from n, until
+// the next SetAllowance. The scheduler sets it to how many messages the
+// peer's rate pays for (limit.Pacer.Allows) after every send to it and
+// when its rate pays for one again. It reports whether the peer's open
+// channels grew (TakeOpened then reports it), and does nothing if the peer
+// is gone.
+func (pl *Pool) SetAllowance(ref Ref, n int) bool {
+	r := pl.live(ref)
+	if r == nil {
+		return false
+	}
+	before := r.open()
+	r.allowance = int32(min(max(n, 0), peer.MaxChannelsPerPeer))
+	return pl.reshape(ref.slot, r, before)
+}
+
+// Allowance returns how many more messages the rate of the peer ref names
+// lets it be sent (see SetAllowance), and whether it is paced at all; 0 and
+// false if it is gone.
+func (pl *Pool) Allowance(ref Ref) (n int, paced bool) {
+	r := pl.live(ref)
+	if r == nil || r.allowance == unpaced {
+		return 0, false
+	}
+	return int(r.allowance), true
 }
 
 // rttWeight is the share of a new sample in the smoothed response time, as a

@@ -374,6 +374,8 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 	refs := map[peer.ID]Ref{}
 	limiters := map[peer.ID]*setLimiter{}
 	openBefore, grew := map[peer.ID]int{}, map[peer.ID]bool{}
+	allowance := map[peer.ID]int{} // the paced peers' allowances
+
 	for step := range 5000 {
 		id := peer.ID(fmt.Sprintf("p%02d", rng.IntN(40)))
 		ref, connected := refs[id]
@@ -383,6 +385,7 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			require.NoError(t, err)
 			delete(refs, id)
 			delete(limiters, id)
+			delete(allowance, id)
 			delete(grew, id) // gone: TakeOpened names connected peers only
 		case !connected && op%2 == 0:
 			r, err := pl.Connect(fakePeer(id), peer.ID(id), 1+rng.IntN(8))
@@ -394,11 +397,17 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 			require.NoError(t, err)
 			refs[id], limiters[id] = r, l
 		case op < 5:
-			pl.Close(ref)
+			if n, paced := allowance[id]; pl.Close(ref) > 0 && paced {
+				allowance[id] = n - 1
+			}
 		case op < 7:
 			pl.Reopen(ref)
 		case op < 8:
 			pl.Reopen(ref)
+		case rng.IntN(3) == 0:
+			n := rng.IntN(6)
+			pl.SetAllowance(ref, n)
+			allowance[id] = n
 		default:
 			if l := limiters[id]; l != nil {
 				l.next = 1 + rng.IntN(8)
@@ -445,7 +454,16 @@ func TestBestMatchesBruteForceUnderRandomOperations(t *testing.T) {
 		open, closed := 0, 0
 		for _, u := range pl.Usage(nil) {
 			require.Equal(t, u.Channels, u.ChannelsOpen+u.ChannelsClosed)
-			require.Equal(t, max(u.Limit-u.ChannelsClosed, 0), u.ChannelsOpen, "step %d: %+v", step, u)
+			want := max(u.Limit-u.ChannelsClosed, 0)
+			n, paced := pl.Allowance(refs[u.ID])
+			if a, ok := allowance[u.ID]; ok {
+				require.True(t, paced)
+				require.Equal(t, a, n, "step %d: %s's allowance", step, u.ID)
+				want = min(want, a)
+			} else {
+				require.False(t, paced)
+			}
+			require.Equal(t, want, u.ChannelsOpen, "step %d: %+v", step, u)
 			open += u.ChannelsOpen
 			closed += u.ChannelsClosed
 		}

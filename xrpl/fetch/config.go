@@ -9,6 +9,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/hedge"
+	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/timeouts"
 	"github.com/peersched/peersched/xrpl/ledger"
@@ -65,7 +66,16 @@ type Config struct {
 	Received func(h ledger.Hash, data []byte)
 
 	// Batch is how many hashes one request asks for. 0 means DefaultBatch.
+	// With a PeerRate, Run asks for more of a peer whose rate binds.
 	Batch int
+	// PeerRate is the rate the host keeps each peer within
+	// (peer.Options.Rate, such as RippledRate), if it declared one. Run
+	// then chooses each request's size itself: Batch while the peer's
+	// channels bind, and more while its rate does, up to MaxAutoBatch
+	// (see batchSize), so that a peer the rate holds to a few requests a
+	// second still yields as many objects as its channels would. The zero
+	// Rate keeps every request at Batch. The Peerset ignores it.
+	PeerRate limit.Rate
 	// Timeout is how long a request may wait for its response. 0 means
 	// DefaultTimeout. Run waits less for a peer whose response times it
 	// has measured (see MinTimeout); the Peerset always waits Timeout.
@@ -152,6 +162,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.ProgressEvery < 0 || c.Expected < 0 || c.SetSize < 0 || c.HedgesPerThousand < 0 {
 		return c, fmt.Errorf("%w: batch %d (max %d), timeout %v, min timeout %v, stall %v, progress %v, expected %d, set %d, hedges per thousand %d",
 			ErrBadConfig, c.Batch, MaxBatch, c.Timeout, c.MinTimeout, c.StallTimeout, c.ProgressEvery, c.Expected, c.SetSize, c.HedgesPerThousand)
+	}
+	if err := c.PeerRate.Validate(); err != nil {
+		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)
 	}
 	if c.Batch == 0 {
 		c.Batch = DefaultBatch

@@ -347,6 +347,8 @@ func (ps *Peerset) sendLocked(c *psConn, id peer.ID, anyPeer bool) bool {
 	r.timer = ps.cfg.Clock.AfterFunc(ps.cfg.Timeout, func() { ps.expire(rid) })
 	ps.pending[rid] = r
 	ps.tally.sent(id)
+	ps.tally.hashes += len(hashes)
+	ps.tally.batches++
 	return true
 }
 

@@ -157,7 +157,11 @@ func (s *state) end(strategy string, start time.Time, w watched, l hostLoad, dro
 		p.Rate = float64(p.Verified) / p.Elapsed.Seconds()
 	}
 	rep := s.reportLocked(strategy, now.Sub(start), dropped)
-	rep.bound(w.channels.mean(), s.cfg.Batch)
+	batch := float64(s.cfg.Batch)
+	if !s.cfg.PeerRate.IsZero() && rep.BatchMean > 0 {
+		batch = rep.BatchMean // Run sized its requests itself
+	}
+	rep.bound(w.channels.mean(), batch)
 	var err error
 	if !rep.Complete {
 		cause := w.cause

@@ -57,7 +57,7 @@ func TestReportBound(t *testing.T) {
 		{0, 64, 10 * time.Millisecond, 1000, 0, 0},
 	} {
 		r := Report{MeanRTT: Duration(c.rtt), Rate: c.rate}
-		r.bound(c.channels, c.batch)
+		r.bound(c.channels, float64(c.batch))
 		if r.Channels != c.channels || r.Bound != c.bound || r.Utilisation != c.util {
 			t.Errorf("%+v: channels %v, bound %v, utilisation %v", c, r.Channels, r.Bound, r.Utilisation)
 		}

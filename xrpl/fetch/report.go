@@ -25,29 +25,31 @@ type Report struct {
 	Wall        Duration `json:"wall_seconds"`       // from Run's start to its end
 	Rate        float64  `json:"objects_per_second"` // Objects / Wall
 
-	Requests     int `json:"requests"`      // requests the host accepted
-	Answered     int `json:"answered"`      // requests answered (with anything)
-	Timeouts     int `json:"timeouts"`      // requests that got no response in time
-	Refused      int `json:"refused"`       // requests the peer refused, overloaded (the host's Refuse, see Refuser)
-	Disconnects  int `json:"disconnects"`   // requests failed by their peer's disconnection
-	BadResponses int `json:"bad_responses"` // Peerset requests answered with the wrong message type, which fail (Run's are refused by the scheduler, and stay live: see Dropped.WrongType)
-	SendErrors   int `json:"send_errors"`   // sends the host refused
-	Retries      int `json:"retries"`       // objects asked again, for any of the reasons below
-	Hedges       int `json:"hedges"`        // requests asked again of another peer at the tail, while still out (a request and its hedge end once, together: in Answered or a failure count)
-	Missing      int `json:"missing"`       // objects a peer left out of its answer
-	Corrupt      int `json:"corrupt"`       // objects whose bytes did not match their hash
+	Requests     int     `json:"requests"`      // requests the host accepted
+	BatchMean    float64 `json:"batch_mean"`    // hashes asked for per request, on average (hedges, copies of requests, left out): Config.Batch, or more where a peer's rate binds (see Config.PeerRate)
+	Answered     int     `json:"answered"`      // requests answered (with anything)
+	Timeouts     int     `json:"timeouts"`      // requests that got no response in time
+	Refused      int     `json:"refused"`       // requests the peer refused, overloaded (the host's Refuse, see Refuser)
+	Disconnects  int     `json:"disconnects"`   // requests failed by their peer's disconnection
+	BadResponses int     `json:"bad_responses"` // Peerset requests answered with the wrong message type, which fail (Run's are refused by the scheduler, and stay live: see Dropped.WrongType)
+	SendErrors   int     `json:"send_errors"`   // sends the host refused
+	Retries      int     `json:"retries"`       // objects asked again, for any of the reasons below
+	Hedges       int     `json:"hedges"`        // requests asked again of another peer at the tail, while still out (a request and its hedge end once, together: in Answered or a failure count)
+	Missing      int     `json:"missing"`       // objects a peer left out of its answer
+	Corrupt      int     `json:"corrupt"`       // objects whose bytes did not match their hash
 
 	Dropped Dropped `json:"dropped"` // responses thrown away before reaching the fetch
 
 	MeanRTT Duration `json:"mean_rtt_seconds"` // mean response time of answered requests
 
 	// The bound, the same for both strategies: by Little's law, Channels
-	// requests in flight of Batch objects each, each taking MeanRTT, carry
+	// requests in flight of Batch objects each (BatchMean, where the fetch
+	// sized them itself), each taking MeanRTT, carry
 	// at most Channels x Batch / MeanRTT objects a second. Utilisation is
 	// Rate over that bound: how well the strategy kept the channels its
 	// peers had busy with full requests.
 	Channels    float64 `json:"channels_mean"`            // the host's peers' channels (Progress.Channels), the mean over the fetch's snapshots
-	Bound       float64 `json:"bound_objects_per_second"` // Channels x Config.Batch / MeanRTT; 0 without an answer
+	Bound       float64 `json:"bound_objects_per_second"` // Channels x Config.Batch (BatchMean with a Config.PeerRate) / MeanRTT; 0 without an answer
 	Utilisation float64 `json:"utilisation"`              // Rate / Bound; 0 without a bound
 
 	Peers []PeerReport `json:"peers"` // by peer ID
@@ -89,10 +91,10 @@ type PeerReport struct {
 
 // bound fills in the bound and the utilisation (see Report.Channels) from
 // the mean channel count and the batch.
-func (r *Report) bound(channels float64, batch int) {
+func (r *Report) bound(channels, batch float64) {
 	r.Channels = channels
 	if rtt := time.Duration(r.MeanRTT); rtt > 0 && channels > 0 {
-		r.Bound = channels * float64(batch) / rtt.Seconds()
+		r.Bound = channels * batch / rtt.Seconds()
 		r.Utilisation = r.Rate / r.Bound
 	}
 }
@@ -149,6 +151,9 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		Lacking:      s.lackingLocked(),
 	}
 	r.Dropped.Spoofed = r.Dropped.WrongPeer + r.Dropped.Unknown
+	if t.batches > 0 {
+		r.BatchMean = float64(t.hashes) / float64(t.batches)
+	}
 	if wall > 0 {
 		r.Rate = float64(r.Objects) / wall.Seconds()
 	}

@@ -422,6 +422,10 @@ func (b *bulk) othersBusyLocked(offered []peer.ID) bool {
 // reports whether it did.
 func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 	size := b.cfg.Batch
+	if r := b.cfg.PeerRate; !r.IsZero() {
+		ch, _ := o.Channel(i)
+		size = batchSize(size, MaxAutoBatch, float64(r.PerSecond)/float64(r.Cost), ch.Limit, ch.RTT)
+	}
 	if b.tally.peer(to).streak >= suspectStreak {
 		size = 1 // a probe: little is held up if it fails too
 	}
@@ -455,6 +459,8 @@ func (b *bulk) requestLocked(o offer.Offer, i int, to peer.ID, hashes []ledger.H
 	r.id = id
 	b.inFlight[id] = r
 	b.tally.sent(to)
+	b.tally.hashes += len(hashes)
+	b.tally.batches++
 	return true
 }
 

@@ -19,6 +19,8 @@ type tally struct {
 	badResponses int // answered with something other than ledger.Objects
 	sendErrors   int // the host refused the send
 	retries      int // hashes put back to be asked again
+	hashes       int // hashes asked for, in the batches counted next
+	batches      int // requests sent with a batch of hashes (hedges are copies: not counted)
 	hedges       int // requests sent again to another peer at the tail
 	missing      int // objects left out of answers
 	corrupt      int // objects whose bytes did not verify

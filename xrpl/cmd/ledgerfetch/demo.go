@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/simnet"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
@@ -68,7 +69,7 @@ func demoPeers(o options, nodes int) []demoPeer {
 	if honestEnough() && !o.chaos {
 		peers[next].role = dropper
 		// Midway: half of an even share of the requests.
-		peers[next].dropAfter = max(nodes/o.batch/o.peers/2, 1)
+		peers[next].dropAfter = max(nodes/max(o.batch, fetch.DefaultBatch)/o.peers/2, 1)
 		peers[next].dropAt = time.Second
 	}
 	for i := range peers {

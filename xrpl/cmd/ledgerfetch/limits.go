@@ -1,8 +1,10 @@
 package main
 
 import (
+	"github.com/peersched/peersched/limit"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
+	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
 
@@ -13,24 +15,54 @@ type adaptiveHost interface {
 	ConnectWith(p peer.Peer, opts peer.Options) error
 }
 
-// adaptiveLimits is a host whose every Connect gives the peer the
-// scheduler's default adaptive limit (limit.Vegas within the default
-// bounds), whatever channel count the transport passes.
-type adaptiveLimits struct{ adaptiveHost }
+// limitedHost is a host whose every Connect gives the peer the options
+// -channels and -rate-limits ask for: the scheduler's default adaptive
+// limit (limit.Vegas within the default bounds) whatever channel count the
+// transport passes, or (fixed) the count it passes; and the Rate, if any.
+type limitedHost struct {
+	adaptiveHost
+	rate  limit.Rate
+	fixed bool
+}
 
-func (h adaptiveLimits) Connect(p peer.Peer, _ int) error {
-	return h.ConnectWith(p, peer.Options{})
+func (h limitedHost) Connect(p peer.Peer, channels int) error {
+	opts := peer.Options{Rate: h.rate}
+	if h.fixed {
+		l, err := limit.NewFixed(channels)
+		if err != nil {
+			return err
+		}
+		opts.Limiter = l
+	}
+	return h.ConnectWith(p, opts)
 }
 
 // withLimits returns host wired for the per-peer limits o asks for: with
 // -channels 0 (the default) and a host that adapts, every peer connects with
 // an adaptive limit; otherwise peers connect with o.peerChannels() fixed
-// channels, which the transports pass.
+// channels, which the transports pass. With -rate-limits rippled (the
+// default) and a host that adapts, every peer is also kept within
+// fetch.RippledRate.
 func withLimits(host tcpnet.Host, o options) tcpnet.Host {
-	if a, ok := host.(adaptiveHost); ok && o.channels == 0 {
-		return adaptiveLimits{a}
+	a, ok := host.(adaptiveHost)
+	switch {
+	case !ok:
+		return host
+	case o.channels == 0:
+		return limitedHost{adaptiveHost: a, rate: o.peerRate()}
+	case !o.peerRate().IsZero():
+		return limitedHost{adaptiveHost: a, rate: o.peerRate(), fixed: true}
 	}
 	return host
+}
+
+// peerRate is the Rate -rate-limits asks each peer to be kept within:
+// fetch.RippledRate, or none with -rate-limits off.
+func (o options) peerRate() limit.Rate {
+	if o.noRateLimits {
+		return limit.Rate{}
+	}
+	return fetch.RippledRate
 }
 
 // peerChannels is the fixed channel count transports connect peers with:

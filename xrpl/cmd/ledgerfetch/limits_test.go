@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/peersched/peersched/peer"
@@ -54,5 +55,41 @@ func TestLimitsFollowChannelsFlag(t *testing.T) {
 	}
 	if _, ok := withLimits(ps, options{}).(*fetch.Peerset); !ok {
 		t.Error("the peer set was wrapped: it has no adaptive limits")
+	}
+}
+
+// TestRateLimitsFlag: by default every peer the scheduler sends to is kept
+// within fetch.RippledRate, which pays for a burst of 64 requests: a peer
+// with 100 fixed channels shows 64 open. -rate-limits off shows all 100;
+// another value is refused.
+func TestRateLimitsFlag(t *testing.T) {
+	for _, c := range []struct {
+		flags    []string
+		wantOpen int
+	}{
+		{[]string{"-channels", "100"}, fetch.PoliteBurst},
+		{[]string{"-channels", "100", "-rate-limits", "rippled"}, fetch.PoliteBurst},
+		{[]string{"-channels", "100", "-rate-limits", "off"}, 100},
+	} {
+		o, err := parseOptions(c.flags, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := scheduler.New(scheduler.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := withLimits(s, o).Connect(idlePeer("a"), o.peerChannels()); err != nil {
+			t.Fatal(err)
+		}
+		if u := s.PeerUsage(nil); len(u) != 1 || u[0].Limit != 100 || u[0].ChannelsOpen != c.wantOpen {
+			t.Errorf("%q: usage %+v, want limit 100 with %d open", c.flags, u, c.wantOpen)
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := parseOptions([]string{"-rate-limits", "on"}, &bytes.Buffer{}); !errors.Is(err, errUsage) {
+		t.Errorf("-rate-limits on: %v, want a usage error", err)
 	}
 }

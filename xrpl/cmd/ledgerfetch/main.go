@@ -138,6 +138,9 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		Progress:      progress,
 		ProgressEvery: progressEvery,
 	}
+	if o.batch == 0 {
+		cfg.PeerRate = o.peerRate() // the fetch sizes its requests to the peers' rate
+	}
 	if src.base != nil {
 		cfg.Base = src.base
 	}

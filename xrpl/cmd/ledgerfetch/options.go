@@ -17,22 +17,25 @@ import (
 
 // options are the command line, parsed and checked.
 type options struct {
-	objects   int
-	peers     int
-	channels  int
-	batch     int
-	latency   latencySpec
-	loss      float64
-	chaos     bool
-	misbehave int
-	transport string // "tcp" or "mem"
-	seed      uint64
-	json      bool
-	strategy  []string // "scheduler", "peerset", in the order to run
-	connect   []string // external peers' addresses
-	timeout   time.Duration
-	stall     time.Duration
-	wait      time.Duration // for the peers to connect before the fetch starts
+	objects  int
+	peers    int
+	channels int
+	batch    int
+	// noRateLimits: -rate-limits off, the peers are not kept within
+	// fetch.RippledRate.
+	noRateLimits bool
+	latency      latencySpec
+	loss         float64
+	chaos        bool
+	misbehave    int
+	transport    string // "tcp" or "mem"
+	seed         uint64
+	json         bool
+	strategy     []string // "scheduler", "peerset", in the order to run
+	connect      []string // external peers' addresses
+	timeout      time.Duration
+	stall        time.Duration
+	wait         time.Duration // for the peers to connect before the fetch starts
 	// answerTimeout drops a TCP peer that, asked something, sends nothing
 	// for this long (tcpnet.ConnConfig.AnswerTimeout).
 	answerTimeout time.Duration
@@ -79,7 +82,8 @@ Flags:
 	fs.StringVar(&o.base, "base", "", "with -ledger: start from the nodes of the real ledger in this file, fetching only those it lacks")
 	fs.IntVar(&o.peers, "peers", 16, "in-process peers to start")
 	fs.IntVar(&o.channels, "channels", 0, "requests each peer may have in flight: 0 adapts each peer's limit to how it answers (Vegas; the peer set uses 4), N fixes it at N; peers x N may be at most 4,194,304, the scheduler's cap on requests in flight (262,144 with 16 peers)")
-	fs.IntVar(&o.batch, "batch", fetch.DefaultBatch, "object hashes per request")
+	fs.IntVar(&o.batch, "batch", 0, "object hashes per request: 0 lets the fetch choose for each peer (64, more while the peer's rate binds, see -rate-limits, up to 1,024: fetch.Config.PeerRate); N fixes every request at N, 1 to 4,096")
+	rateLimits := fs.String("rate-limits", "rippled", "rippled keeps each peer the scheduler sends to within what a rippled peer accepts without a warning, with a margin (fetch.RippledRate: 16 queries a second after a burst of 64; a rippled peer warns at 20 a second); off sends as fast as the peers' limits allow, to compare")
 	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied (each peer its own median, from 5ms for p00 up to 35ms, the same whatever -peers is), none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
 	fs.Float64Var(&o.loss, "loss", 0, "probability that a peer silently drops a request")
 	fs.BoolVar(&o.chaos, "chaos", false, "kill peers at random moments during the fetch and restart them shortly after")
@@ -104,6 +108,13 @@ Flags:
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	switch *rateLimits {
+	case "rippled":
+	case "off":
+		o.noRateLimits = true
+	default:
+		return o, fmt.Errorf("%w: -rate-limits %q: want rippled or off", errUsage, *rateLimits)
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -172,8 +183,8 @@ func (o *options) check(given map[string]bool, latency, strategy, connect string
 	case o.channels > maxChannels(o.peers):
 		return fmt.Errorf("-channels %d: want at most %s with %d peers: peers x channels may be at most %s, the scheduler's cap on requests in flight (scheduler.DefaultMaxRequests)",
 			o.channels, commas(maxChannels(o.peers)), o.peers, commas(scheduler.DefaultMaxRequests))
-	case o.batch < 1 || o.batch > fetch.MaxBatch:
-		return fmt.Errorf("-batch %d: want 1 to %d (the most objects a peer sends in one answer)", o.batch, fetch.MaxBatch)
+	case o.batch < 0 || o.batch > fetch.MaxBatch:
+		return fmt.Errorf("-batch %d: want 0 (the fetch chooses) or 1 to %d (the most objects a peer sends in one answer)", o.batch, fetch.MaxBatch)
 	case !(o.loss >= 0 && o.loss <= 1):
 		return fmt.Errorf("-loss %v: want a probability, from 0 to 1", o.loss)
 	case o.misbehave < 0 || o.misbehave > o.peers:

@@ -122,8 +122,12 @@ func writeReport(w io.Writer, r result) {
 	if r.Channels > 0 {
 		channels = fmt.Sprintf("%d channels", r.Channels)
 	}
-	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %s, batch %d, seed %d\n",
-		r.Strategy, r.Transport, r.PeerCount, channels, r.Batch, r.Seed)
+	batch := fmt.Sprintf("batch %d", r.Batch)
+	if r.Batch == 0 {
+		batch = "batch chosen"
+	}
+	fmt.Fprintf(w, "  strategy %s, transport %s, %d peers x %s, %s (mean %.1f), seed %d\n",
+		r.Strategy, r.Transport, r.PeerCount, channels, batch, r.BatchMean, r.Seed)
 	fmt.Fprintf(w, "  root         %s\n", r.Root)
 	if r.LedgerFile != "" {
 		verdict := "not checked: the fetch is incomplete"
@@ -163,8 +167,12 @@ func writeReport(w io.Writer, r result) {
 		fmt.Fprintf(w, "  benched      %s: %s\n", p.ID, p.Reason())
 	}
 	if r.Bound > 0 {
-		fmt.Fprintf(w, "  utilisation  %.0f%% of %.1f channels (the peers', mean over the fetch) x %d objects / %s mean RTT = %s objects/s, the most those channels carry\n",
-			100*r.Utilisation, r.Report.Channels, r.Batch, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))
+		perRequest := float64(r.Batch)
+		if r.Batch == 0 {
+			perRequest = r.BatchMean
+		}
+		fmt.Fprintf(w, "  utilisation  %.0f%% of %.1f channels (the peers', mean over the fetch) x %.0f objects / %s mean RTT = %s objects/s, the most those channels carry\n",
+			100*r.Utilisation, r.Report.Channels, perRequest, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))
 	}
 	fmt.Fprintf(w, "\n  %-22s %-9s %8s %8s %8s %9s %9s %9s %6s\n", "peer", "role", "requests", "failures", "bad objs", "p50", "p99", "objects", "share")
 	for _, p := range r.Peers {

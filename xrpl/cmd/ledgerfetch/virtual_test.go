@@ -30,6 +30,9 @@ func virtualFetch(t *testing.T, o options, l *ledger.Ledger, strategy string) (f
 		clk := clock.NewMock()
 		cfg := fetch.Config{Root: l.Root(), Expected: l.Len(), Batch: o.batch, Timeout: o.timeout,
 			StallTimeout: o.stall, Clock: clk, ProgressEvery: 100 * time.Millisecond}
+		if o.batch == 0 {
+			cfg.PeerRate = o.peerRate() // as run does
+		}
 		var host fetch.Host
 		var run func() (fetch.Report, error)
 		stop := func() {}
