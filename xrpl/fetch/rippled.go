@@ -33,15 +33,17 @@ var ErrRippledStopped = errors.New("fetch: rippled fetch has ended")
 //     the highest score (see peerScore: a random part drawn from
 //     RippledConfig.Seed, a bonus for a peer that says it has the ledger,
 //     and a penalty for its latency, here the mean response time the fetch
-//     has measured, unknown before it has asked the peer), each sent a
-//     request blind, for up to RippledConfig.Blind (12) hashes. A peer
-//     never leaves the set; one that disconnects is skipped while it is
-//     away.
+//     has measured, unknown before it has asked the peer). Each is asked
+//     for the same first hashes, up to RippledConfig.Blind (12): the root,
+//     as rippled asks each peer it adds for the ledger's header, whose
+//     answer carries the root of the state. A peer never leaves the set;
+//     one that disconnects is skipped while it is away.
 //   - A reply that brings at least one object that verifies is progress,
 //     and is answered at once with a request to the same peer for up to
-//     RippledConfig.Reply (128) hashes. A reply that brings nothing useful
-//     is not followed up: its peer waits for the timer. No peer of the set
-//     has more than one request out at a time.
+//     RippledConfig.Reply (128) hashes. A reply that brings nothing new (a
+//     duplicate, or only missing objects) is not followed up: its peer
+//     waits for the timer. No peer of the set has more than one request
+//     out at a time.
 //   - No more than RippledConfig.Window (256) hashes are asked between
 //     two ticks of the timer, less those that verified: rippled looks at
 //     that many missing nodes each time and leaves out the ones it asked
@@ -49,22 +51,28 @@ var ErrRippledStopped = errors.New("fetch: rippled fetch has ended")
 //   - Every RippledConfig.Interval (3s) the timer ticks. A request out for
 //     a whole interval is given up (counted in Report.Timeouts), its hashes
 //     to be asked again. If the interval brought no progress, every peer of
-//     the set without a request out is sent one blind, and then
-//     RippledConfig.Add (3) more peers join the set, each sent one blind
-//     (RippledConfig.Start if no peer of the set is connected). Past
+//     the set without a request out is sent one blind request, the same
+//     hashes for all (up to 12, even if asked recently), and then
+//     RippledConfig.Add (3) more peers join the set (RippledConfig.Start
+//     if no peer of the set is connected), each sent a blind request of
+//     its own (or the shared one, if nothing has verified yet). Past
 //     RippledConfig.MaxTimeouts (6) intervals without progress over the
 //     whole fetch, it gives up, as rippled does: Run ends with an
 //     *IncompleteError caused by ErrGaveUp, and what verified is kept (in
 //     Config.Store). A caller that wants rippled's next attempt calls Run
 //     on a new Rippled with the same Store, which resumes.
 //
-// Where rippled sends one request to every peer of the set, the same
-// hashes to all, it gives each peer hashes of its own; where rippled
-// re-asks a missing object only after the next tick, it asks it again at
-// once, of another peer where it can; and it handles each reply on its
-// own, so every useful reply is followed up (rippled follows up at most 6
-// of the replies it handles together, those that brought at least half as
-// much as the best). Each difference can only make it faster than rippled.
+// It differs from rippled where this wire or this package's bookkeeping
+// does. In rippled's favour: it has no header to fetch first; an object an
+// answer lacks is asked again at once, of another peer where it can be,
+// where rippled waits for the next tick; and each reply is handled on its
+// own, so every useful reply is followed up, where rippled follows up at
+// most 6 of the replies it handles together, and only those that brought
+// at least half as much as the best. Against it: outside the shared blind
+// requests a hash is asked of one peer at a time, where rippled, after a
+// tick, may ask again what is still out; and a peer with a request out is
+// sent no second one at a tick, where rippled would send it.
+//
 // It keeps no more than one request per peer in flight whatever channels
 // the transport gives the peer, arms its own timer, numbers its own
 // requests, and does not use the scheduler. Config.Batch, Timeout,
@@ -256,7 +264,7 @@ func (r *Rippled) Run(ctx context.Context) (Report, error) {
 	r.running = true
 	r.beginLocked(start)
 	if !r.front.complete() {
-		r.addPeersLocked()
+		r.askTogetherLocked(r.addPeersLocked())
 		r.timer = r.cfg.Clock.AfterFunc(r.rc.Interval, r.tick)
 	}
 	r.mu.Unlock()
@@ -318,18 +326,25 @@ func (r *Rippled) tick() {
 		r.failLocked(fmt.Errorf("%w: %d intervals of %v without progress", ErrGaveUp, r.timeouts, r.rc.Interval))
 		return
 	case tickWiden:
-		for _, id := range r.set {
-			r.triggerLocked(id, triggerTimeout)
+		old := len(r.set)
+		added := r.addPeersLocked()
+		if r.front.verified == 0 {
+			// Still at the start: every peer of the set, new ones too,
+			// is asked the first hashes (see askTogetherLocked).
+			r.askTogetherLocked(r.set)
+			break
 		}
-		r.addPeersLocked()
+		r.askTogetherLocked(r.set[:old])
+		for _, id := range added {
+			r.triggerLocked(id, triggerAdded)
+		}
 	}
 	r.timer = r.cfg.Clock.AfterFunc(r.rc.Interval, r.tick)
 }
 
 // addPeersLocked adds to the set the connected peers not in it with the
-// highest scores, as many as peersToAdd says, and sends each a request
-// blind.
-func (r *Rippled) addPeersLocked() {
+// highest scores, as many as peersToAdd says, and returns them.
+func (r *Rippled) addPeersLocked() []peer.ID {
 	connected := 0
 	type scored struct {
 		id    peer.ID
@@ -350,43 +365,90 @@ func (r *Rippled) addPeersLocked() {
 	}
 	slices.SortStableFunc(candidates, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
 	n := min(peersToAdd(connected, r.rc), len(candidates))
+	added := make([]peer.ID, 0, n)
 	for _, c := range candidates[:n] {
 		r.inSet[c.id] = true
 		r.set = append(r.set, c.id)
-		r.triggerLocked(c.id, triggerAdded)
+		added = append(added, c.id)
 	}
+	return added
 }
 
-// triggerLocked sends the peer named id a request for reason, if it is
-// connected, has no request out, is not judged useless, and there is
-// something to ask that askSize allows.
-func (r *Rippled) triggerLocked(id peer.ID, reason trigger) {
-	p, up := r.conns[id]
-	if !up || r.finished || r.verdicts.tracker.Useless(id) {
+// askTogetherLocked sends one blind request, the same hashes for all, to
+// each of the peers ids that is connected, has no request out and is not
+// judged useless, as rippled sends one message to every peer of its set:
+// after an interval without progress, and at the start, where rippled asks
+// each peer it adds for the ledger's header, whose answer carries the root
+// of the state. The first useful answer takes the hashes, and its peer is
+// followed up; the others bring only duplicates.
+func (r *Rippled) askTogetherLocked(ids []peer.ID) {
+	var to []peer.ID
+	for _, id := range ids {
+		if r.mayTriggerLocked(id) {
+			to = append(to, id)
+		}
+	}
+	if len(to) == 0 {
 		return
 	}
-	if pt := r.tally.peers[id]; pt != nil && pt.inFlight > 0 {
-		return // one request at a time
-	}
-	n := askSize(reason, len(r.recent), r.rc)
-	if n == 0 {
-		return
-	}
-	// After an interval without progress anything waiting may go to
-	// anyone; otherwise a hash goes elsewhere than the peers that failed it.
-	hashes := r.front.take(make([]ledger.Hash, 0, n), n, id, reason == triggerTimeout)
+	n := askSize(triggerTimeout, len(r.recent), r.rc)
+	hashes := r.front.take(make([]ledger.Hash, 0, n), n, to[0], true)
 	if len(hashes) == 0 {
 		return
 	}
+	sent := false
+	for _, id := range to {
+		if r.sendLocked(id, slices.Clone(hashes)) {
+			sent = true
+		} else {
+			r.tally.sendErrors++
+		}
+	}
+	if !sent {
+		r.front.putBack(hashes, to[0])
+	}
+}
+
+// mayTriggerLocked reports whether the peer named id may be sent a request
+// now: it is connected, has no request out (one at a time), and is not
+// judged useless.
+func (r *Rippled) mayTriggerLocked(id peer.ID) bool {
+	if _, up := r.conns[id]; !up || r.finished || r.verdicts.tracker.Useless(id) {
+		return false
+	}
+	pt := r.tally.peers[id]
+	return pt == nil || pt.inFlight == 0
+}
+
+// sendLocked sends the peer named id a request for hashes, and reports
+// whether its connection took it.
+func (r *Rippled) sendLocked(id peer.ID, hashes []ledger.Hash) bool {
 	r.lastID++
 	rid := r.lastID
-	if err := p.Send(peer.RequestID(rid), ledger.GetObjects{Hashes: hashes}); err != nil {
-		r.sendFailedLocked(hashes, id)
-		return
+	if err := r.conns[id].Send(peer.RequestID(rid), ledger.GetObjects{Hashes: hashes}); err != nil {
+		return false
 	}
 	for _, h := range hashes {
 		r.recent[h] = struct{}{}
 	}
 	r.pending[rid] = &psRequest{to: id, hashes: hashes, sentAt: r.cfg.Clock.Now()}
 	r.tally.sent(id)
+	return true
+}
+
+// triggerLocked sends the peer named id a request of its own, for the
+// reason given (a useful reply, or its joining the set), if mayTriggerLocked
+// allows and there is something to ask that askSize allows.
+func (r *Rippled) triggerLocked(id peer.ID, reason trigger) {
+	if !r.mayTriggerLocked(id) {
+		return
+	}
+	n := askSize(reason, len(r.recent), r.rc)
+	if n == 0 {
+		return
+	}
+	hashes := r.front.take(make([]ledger.Hash, 0, n), n, id, false)
+	if len(hashes) > 0 && !r.sendLocked(id, hashes) {
+		r.sendFailedLocked(hashes, id)
+	}
 }

@@ -150,9 +150,10 @@ func (p *objectsPeer) sent() []sentRequest {
 }
 
 // TestRippledSteps follows the strategy through its first seconds with
-// peers that answer only when the test says: the root goes blind to the
-// best-scored peer alone; its useful answer is followed up at once, to the
-// same peer, with every child (fewer than 128); an interval with progress
+// peers that answer only when the test says: the root goes blind to each of
+// the 5 best-scored peers; the first answer is followed up at once, to the
+// same peer, with every child (fewer than 128), and the others, which bring
+// nothing new, are not; an interval with progress
 // changes nothing but gives up the request out for a whole interval; each
 // interval without progress sends every idle peer of the set a blind
 // request of at most 12 hashes and adds 3 peers; no peer ever has two
@@ -198,24 +199,38 @@ func TestRippledSteps(t *testing.T) {
 		synctest.Wait()
 
 		out := outstanding()
-		if len(out) != 1 || setSize() != 5 {
-			t.Fatalf("at the start %d peers asked, set of %d; want the root asked of one of 5", len(out), setSize())
+		if len(out) != 5 || setSize() != 5 {
+			t.Fatalf("at the start %d peers asked, set of %d; want the root asked of each of 5", len(out), setSize())
 		}
 		var first peer.ID
 		for id, reqs := range out {
-			first = id
+			if first == "" || id < first {
+				first = id
+			}
 			if len(reqs) != 1 || len(reqs[0].hashes) != 1 || reqs[0].hashes[0] != simLedger.Root() {
 				t.Fatalf("first requests %v", reqs)
 			}
 		}
+		// The first answer takes the root and is followed up; the others
+		// bring a duplicate, and are not.
+		others := out
 		root := out[first][0]
 		if err := rp.Deliver(first, root.id, simLedger.Answer(ledger.GetObjects{Hashes: root.hashes})); err != nil {
 			t.Fatal(err)
 		}
 		answered[root.id] = true
+		for id, reqs := range others {
+			if id == first {
+				continue
+			}
+			if err := rp.Deliver(id, reqs[0].id, simLedger.Answer(ledger.GetObjects{Hashes: reqs[0].hashes})); err != nil {
+				t.Fatal(err)
+			}
+			answered[reqs[0].id] = true
+		}
 		out = outstanding()
 		if len(out) != 1 || len(out[first]) != 1 || len(out[first][0].hashes) == 0 || len(out[first][0].hashes) > 128 {
-			t.Fatalf("after the root's answer: %v; want one follow-up to %s", out, first)
+			t.Fatalf("after the root's answers: %v; want one follow-up to %s", out, first)
 		}
 		children := len(out[first][0].hashes)
 
@@ -237,6 +252,9 @@ func TestRippledSteps(t *testing.T) {
 		// the 12 peers, and the waiting children go out blind, 12 at most
 		// a request, one request per peer (the strategy's own count: the
 		// requests of the interval before were given up).
+		if children != 16 {
+			t.Fatalf("the root has %d children; the steps below assume 16", children)
+		}
 		pending := func() map[peer.ID][]*psRequest {
 			rp.mu.Lock()
 			defer rp.mu.Unlock()
@@ -246,13 +264,18 @@ func TestRippledSteps(t *testing.T) {
 			}
 			return out
 		}
-		for i, wantSet := range []int{8, 11, 12, 12, 12, 12} {
+		for i, want := range []struct{ set, asked int }{
+			// While peers join, each new one takes its own (the 4
+			// children beyond the 12 the set shares); then the set's
+			// shared 12 alone are out.
+			{8, children}, {11, children}, {12, children}, {12, 12}, {12, 12}, {12, 12},
+		} {
 			clk.Add(3 * time.Second)
 			synctest.Wait()
-			if got := setSize(); got != wantSet {
-				t.Errorf("after %d intervals without progress, a set of %d, want %d", i+1, got, wantSet)
+			if got := setSize(); got != want.set {
+				t.Errorf("after %d intervals without progress, a set of %d, want %d", i+1, got, want.set)
 			}
-			asked := 0
+			asked := map[ledger.Hash]bool{}
 			for id, reqs := range pending() {
 				if len(reqs) > 1 {
 					t.Errorf("%s has %d requests out", id, len(reqs))
@@ -261,11 +284,13 @@ func TestRippledSteps(t *testing.T) {
 					if len(r.hashes) > 12 {
 						t.Errorf("a blind request for %d hashes to %s", len(r.hashes), id)
 					}
-					asked += len(r.hashes)
+					for _, h := range r.hashes {
+						asked[h] = true
+					}
 				}
 			}
-			if asked != children {
-				t.Errorf("after %d intervals without progress, %d hashes out, want the %d children", i+1, asked, children)
+			if len(asked) != want.asked {
+				t.Errorf("after %d intervals without progress, %d hashes out, want %d", i+1, len(asked), want.asked)
 			}
 			select {
 			case err := <-done:
@@ -288,21 +313,26 @@ func TestRippledSteps(t *testing.T) {
 // TestRippledFetch pins a virtual-time fetch with the rippled strategy on
 // 16 honest simulated peers: it completes, every object verified, in the
 // time and with the requests below (the strategy is a function of its
-// seeds, so a change to them must be deliberate). Its requests go almost
-// all to one peer at a time: with every reply useful, no interval passes
-// without progress, and the set's other peers, having had nothing to take
-// at the start, are never asked.
+// seeds, so a change to them must be deliberate). The 5 peers of the set
+// are asked for the root; the first to answer gets every request after:
+// with every reply useful, no interval passes without progress, and the
+// others, whose answers brought nothing new, are never asked again.
 func TestRippledFetch(t *testing.T) {
 	o := runSim(t, sim{strategy: "rippled", peers: honest(16), seed: 1, rippled: RippledConfig{Seed: 1},
 		cfg: Config{StallTimeout: 30 * time.Second, ProgressEvery: 100 * ms}})
 	mustComplete(t, o, nil)
 	t.Logf("%v virtual, %d requests, %d timeouts, %d peers asked", o.virtual, o.rep.Requests, o.rep.Timeouts, len(o.rep.Peers))
-	const wantWall, wantRequests = 720876883 * time.Nanosecond, 34
+	const wantWall, wantRequests = 720876883 * time.Nanosecond, 38
 	if wall := time.Duration(o.rep.Wall); wall != wantWall || o.rep.Requests != wantRequests {
 		t.Errorf("%v virtual and %d requests, want %v and %d", wall, o.rep.Requests, wantWall, wantRequests)
 	}
-	if o.rep.Strategy != "rippled" || o.rep.Timeouts != 0 || len(o.rep.Peers) != 1 {
-		t.Errorf("report %s with %d timeouts, %d peers asked; want one", o.rep.Strategy, o.rep.Timeouts, len(o.rep.Peers))
+	if o.rep.Strategy != "rippled" || o.rep.Timeouts != 0 || len(o.rep.Peers) != 5 {
+		t.Errorf("report %s with %d timeouts, %d peers asked; want the 5 of the set", o.rep.Strategy, o.rep.Timeouts, len(o.rep.Peers))
+	}
+	for _, p := range o.rep.Peers {
+		if p.Requests != 1 && p.Objects != o.rep.Objects {
+			t.Errorf("peer row %+v: want the root alone, or every object", p)
+		}
 	}
 }
 
