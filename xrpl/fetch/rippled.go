@@ -100,6 +100,7 @@ type Rippled struct {
 	ended      map[uint64]bool // request IDs that ended: true if answered, false if given up
 	dropped    Dropped
 	recent     map[ledger.Hash]struct{} // asked since the last tick, not verified
+	held       map[ledger.Hash]int      // how many requests out ask for each hash (several: a shared blind request)
 	progressed bool                     // an object verified since the last tick
 	timeouts   int                      // ticks without progress, over the whole fetch
 	timer      *clock.Timer
@@ -128,6 +129,7 @@ func NewRippled(cfg Config, rc RippledConfig) (*Rippled, error) {
 		pending: make(map[uint64]*psRequest),
 		ended:   make(map[uint64]bool),
 		recent:  make(map[ledger.Hash]struct{}),
+		held:    make(map[ledger.Hash]int),
 	}, nil
 }
 
@@ -187,7 +189,14 @@ func (r *Rippled) Deliver(from peer.ID, id peer.RequestID, response any) error {
 		return nil
 	}
 	before := r.front.verified
-	r.answeredLocked(req.hashes, from, results, valid, now.Sub(req.sentAt), now)
+	asked := req.hashes
+	if valid {
+		asked, results = r.unsharedResultsLocked(asked, results)
+	} else {
+		asked = r.unsharedLocked(asked)
+	}
+	r.releaseLocked(req.hashes)
+	r.answeredLocked(asked, from, results, valid, now.Sub(req.sentAt), now)
 	if valid {
 		for i := range results {
 			if results[i].kind == itemOK {
@@ -215,8 +224,72 @@ func (r *Rippled) Refuse(from peer.ID, id peer.RequestID) error {
 	if err != nil {
 		return err
 	}
-	r.failedLocked(req.hashes, from, failRefused)
+	r.failRequestLocked(req, failRefused)
 	return nil
+}
+
+// failRequestLocked applies the failure of req: its hashes go back to be asked
+// again, but those another request out still asks for (see
+// unsharedLocked).
+func (r *Rippled) failRequestLocked(req *psRequest, why failKind) {
+	hashes := r.unsharedLocked(req.hashes)
+	r.releaseLocked(req.hashes)
+	r.failedLocked(hashes, req.to, why)
+}
+
+// unsharedLocked returns the hashes of a request that no other request out
+// asks for: a shared blind request's hashes go back to be asked again only
+// when the last of its copies fails, since the frontier takes an answer
+// only for a hash it counts as asked. It returns hashes itself when none
+// is shared.
+func (r *Rippled) unsharedLocked(hashes []ledger.Hash) []ledger.Hash {
+	var out []ledger.Hash
+	for i, h := range hashes {
+		if r.held[h] > 1 {
+			if out == nil {
+				out = append(make([]ledger.Hash, 0, len(hashes)), hashes[:i]...)
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, h)
+		}
+	}
+	if out == nil {
+		return hashes
+	}
+	return out
+}
+
+// unsharedResultsLocked returns the items of an answer that the fetch
+// applies: all but the objects it lacks or sent corrupt whose hash another
+// request out still asks for (see unsharedLocked), which go uncounted.
+func (r *Rippled) unsharedResultsLocked(asked []ledger.Hash, results []itemResult) ([]ledger.Hash, []itemResult) {
+	keep := -1
+	for i := range results {
+		shared := results[i].kind != itemOK && r.held[asked[i]] > 1
+		if shared && keep < 0 {
+			keep = i
+			asked = slices.Clone(asked)
+		}
+		if keep >= 0 && !shared {
+			asked[keep], results[keep] = asked[i], results[i]
+			keep++
+		}
+	}
+	if keep < 0 {
+		return asked, results
+	}
+	return asked[:keep], results[:keep]
+}
+
+// releaseLocked counts a request for hashes as no longer out.
+func (r *Rippled) releaseLocked(hashes []ledger.Hash) {
+	for _, h := range hashes {
+		if r.held[h]--; r.held[h] <= 0 {
+			delete(r.held, h)
+		}
+	}
 }
 
 // claimLocked takes request id, sent to from, out of the pending requests,
@@ -315,7 +388,7 @@ func (r *Rippled) tick() {
 		}
 		delete(r.pending, id)
 		r.ended[id] = false
-		r.failedLocked(req.hashes, req.to, failTimeout)
+		r.failRequestLocked(req, failTimeout)
 	}
 	clear(r.recent)
 	var verdict tickVerdict
@@ -430,6 +503,7 @@ func (r *Rippled) sendLocked(id peer.ID, hashes []ledger.Hash) bool {
 	}
 	for _, h := range hashes {
 		r.recent[h] = struct{}{}
+		r.held[h]++
 	}
 	r.pending[rid] = &psRequest{to: id, hashes: hashes, sentAt: r.cfg.Clock.Now()}
 	r.tally.sent(id)

@@ -376,3 +376,61 @@ func TestRippledUnderEachFault(t *testing.T) {
 		})
 	}
 }
+
+// TestRippledSharedRequestOutlivesALackingAnswer: the root goes to every
+// peer of the set at once; a peer that lacks it answers first, and the
+// root is still taken from the next answer that holds it, whose peer is
+// followed up. (The lacking answer used to put the root back to be asked
+// again, and the frontier then dropped the root the next answer brought:
+// in an overlay, a node next to a seeder whose other neighbours answered
+// first made no progress, and gave up.)
+func TestRippledSharedRequestOutlivesALackingAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewMock()
+		rp, err := NewRippled(Config{Root: simLedger.Root(), Clock: clk, StallTimeout: time.Hour}, RippledConfig{Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var peers []*objectsPeer
+		for i := range 3 {
+			p := &objectsPeer{id: simID(i)}
+			peers = append(peers, p)
+			if err := rp.Connect(p, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = rp.Run(ctx)
+		}()
+		synctest.Wait()
+		for _, p := range peers {
+			if r := p.sent(); len(r) != 1 || len(r[0].hashes) != 1 || r[0].hashes[0] != simLedger.Root() {
+				t.Fatalf("%s was sent %v; want the root", p.id, r)
+			}
+		}
+		if err := rp.Deliver(peers[0].id, peers[0].sent()[0].id, ledger.Objects{}); err != nil {
+			t.Fatal(err)
+		}
+		root := peers[1].sent()[0]
+		if err := rp.Deliver(peers[1].id, root.id, simLedger.Answer(ledger.GetObjects{Hashes: root.hashes})); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(peers[1].sent()); got != 2 {
+			t.Errorf("the peer that brought the root was sent %d requests, want a follow-up", got)
+		}
+		if got := len(peers[0].sent()) + len(peers[2].sent()); got != 2 {
+			t.Errorf("the others were sent %d requests, want only the root each", got)
+		}
+		rp.mu.Lock()
+		verified := rp.front.verified
+		rp.mu.Unlock()
+		if verified != 1 {
+			t.Errorf("%d objects verified, want the root", verified)
+		}
+		cancel()
+		<-done
+	})
+}
