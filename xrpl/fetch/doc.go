@@ -2,7 +2,7 @@
 // asking connected peers for batches of node hashes and checking every node
 // it receives against its hash before trusting it.
 //
-// Two strategies share the same bookkeeping (the frontier of hashes still to
+// Three strategies share the same bookkeeping (the frontier of hashes still to
 // fetch, the checks, the counters and the Report):
 //
 //   - Run fetches through a scheduler.Scheduler. One bulk sender takes every
@@ -29,8 +29,13 @@
 //     or a peer of the set strikes out (see Peerset),
 //     with its own request IDs and its own timer per request, sending straight
 //     to peer.Peer.Send.
+//   - Rippled is rippled's own acquisition (InboundLedger and its PeerSet),
+//     kept as the baseline to beat: 5 peers, 3 more after each 3s without
+//     progress, 12 hashes a request blind and 128 after a useful reply, one
+//     request per peer at a time, giving up after 6 intervals without
+//     progress (see Rippled and RippledConfig).
 //
-// Both judge every answer by what it holds (package penalty, set by
+// Run and the Peerset judge every answer by what it holds (package penalty, set by
 // Config.Penalty): a peer whose answer is mostly missing or corrupt objects
 // is benched, getting no request until a back-off with jitter ends (Run's
 // sender is scheduled avoiding it, so its idle channels do not fill the
@@ -47,14 +52,14 @@
 // Config.Disconnect for the host to disconnect. So a peer with nothing for
 // the root costs a request per back-off, not one per round trip.
 //
-// Both finish when every node reachable from the root has arrived and
+// All three finish when every node reachable from the root has arrived and
 // verified, or fail with an *IncompleteError that says how much is missing
-// and why. Given a Base (the nodes of an earlier ledger, say), either one
+// and why. Given a Base (the nodes of an earlier ledger, say), each one
 // fetches only what the base lacks: it skips every subtree whose root hash
 // the base holds, as a node catching up from ledger to ledger does.
 //
 // Given a Store (a NodeStore: MemStore, or one on disk such as package
-// nodestore/pebblestore), either one writes every node it verifies there,
+// nodestore/pebblestore), each one writes every node it verifies there,
 // in batches, from a goroutine of its own, parents before children; and a
 // fetch given a Store that an earlier fetch of the same root left
 // half-full (stopped, or killed at any moment) resumes: it walks the tree
@@ -65,8 +70,8 @@
 // hashes waiting and in flight, not those verified, and once enough wait
 // it walks the tree depth first, finishing the subtrees it has begun.
 //
-// Neither imports a transport: the host wires its connections (a
+// None imports a transport: the host wires its connections (a
 // simnet.Network, a tcpnet.Client) to a Host, which is the Scheduler for Run
-// and the Peerset itself for the other strategy; a transport whose wire can
+// and the Peerset or the Rippled itself for the others; a transport whose wire can
 // say "busy" hands the peers' refusals to the Host too (see Refuser).
 package fetch

@@ -23,7 +23,8 @@ type IncompleteError struct {
 	Expected int // Config.Expected less the nodes resumed from Config.Store; 0 if unknown
 	Peers    int // peers connected when the fetch ended
 	// Cause is why it ended: the context's error, an error wrapping
-	// ErrStalled, scheduler.ErrStopped, or a broken ledger.
+	// ErrStalled or ErrGaveUp (the Rippled strategy), scheduler.ErrStopped,
+	// or a broken ledger.
 	Cause error
 	// Since counts what went wrong after the last object verified.
 	Since Trouble

@@ -30,7 +30,9 @@ func mustGenerate(seed uint64, objects int) *ledger.Ledger {
 
 // sim describes one fetch over a simulated network.
 type sim struct {
-	strategy string // "scheduler" or "peerset"
+	strategy string // "scheduler", "peerset" or "rippled"
+	// rippled configures the rippled strategy (its Seed, say).
+	rippled  RippledConfig
 	ledger   *ledger.Ledger
 	peers    []simnet.Profile // one peer per profile, named p00, p01, ...
 	channels int
@@ -163,6 +165,13 @@ func runInBubble(t *testing.T, s sim) outcome {
 		}
 		host = ps
 		run = func() (Report, error) { return ps.Run(ctx) }
+	case "rippled":
+		rp, err := NewRippled(cfg, s.rippled)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host = rp
+		run = func() (Report, error) { return rp.Run(ctx) }
 	default:
 		t.Fatalf("unknown strategy %q", s.strategy)
 	}

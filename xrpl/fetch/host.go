@@ -6,7 +6,7 @@ import (
 
 // Host is what a transport needs from whoever consumes its peers: the
 // connections it brings up and tears down, and the responses it reads.
-// *scheduler.Scheduler is a Host, and so is *Peerset.
+// *scheduler.Scheduler is a Host, and so are *Peerset and *Rippled.
 //
 // A transport whose wire can say "busy" (a peer turning a request away
 // rather than answering it) hands that to a Host that is also a Refuser;

@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// Report is what a fetch did. Run and Peerset.Run return one whether or not
+// Report is what a fetch did. Run, Peerset.Run and Rippled.Run return one whether or not
 // the fetch completed. Its JSON form uses the names in the struct tags;
 // durations are in seconds.
 type Report struct {
-	Strategy string `json:"strategy"` // "scheduler" or "peerset"
+	Strategy string `json:"strategy"` // "scheduler", "peerset" or "rippled"
 	Root     string `json:"root"`     // the root hash, in hex
 	Complete bool   `json:"complete"` // every discovered node arrived and verified
 

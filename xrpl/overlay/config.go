@@ -22,10 +22,16 @@ const (
 	// PeerSet is fetch.Peerset, the fixed set of peers the scheduler
 	// replaces, with Config.Channels requests in flight per peer.
 	PeerSet Strategy = "peerset"
+	// Rippled is fetch.Rippled, rippled's own acquisition with its own
+	// numbers (one request per peer at a time, whatever Config.Channels
+	// and Config.Batch say). A neighbour says it has the ledger (which
+	// raises its score, as rippled's status messages do) once it holds it
+	// all.
+	Rippled Strategy = "rippled"
 )
 
 // Strategies lists every strategy, in the order reports show them.
-var Strategies = []Strategy{Adaptive, Fixed, PeerSet}
+var Strategies = []Strategy{Adaptive, Fixed, PeerSet, Rippled}
 
 // Defaults for the zero fields of Config.
 const (

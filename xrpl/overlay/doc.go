@@ -2,7 +2,8 @@
 // N nodes in a random graph of degree D, a few seeders holding the ledger
 // at the start, and every other node fetching it from its neighbours with
 // its own scheduler and fetch (fetch.Run through a scheduler.Scheduler with
-// adaptive limits or fixed channels, or the fetch.Peerset it replaces).
+// adaptive limits or fixed channels, the fetch.Peerset it replaces, or
+// fetch.Rippled, rippled's own acquisition).
 // Every node serves what it holds, partial subtrees included, so the
 // ledger spreads as it arrives; serving nodes have finite capacity
 // (simnet's ServiceQueue: workers, service times, a bounded queue that

@@ -37,7 +37,7 @@ type node struct {
 	// Fetching.
 	fetching   bool // its fetch is running: deliveries go to host
 	host       fetch.Host
-	sched      *scheduler.Scheduler // nil for the peer set
+	sched      *scheduler.Scheduler // nil for the peer set and rippled
 	clock      *nodeClock           // the fetch's
 	schedClock *nodeClock           // its scheduler's, whose timers are polled
 	cancel     context.CancelFunc

@@ -27,6 +27,7 @@ type simulation struct {
 	// their fetches to return before it takes the next event.
 	completed []*node
 	done      int
+	byID      map[peer.ID]*node
 }
 
 // Run simulates the overlay cfg describes, every fetching node using
@@ -39,7 +40,7 @@ func Run(cfg Config, strategy Strategy) (Result, error) {
 		return Result{}, err
 	}
 	switch strategy {
-	case Adaptive, Fixed, PeerSet:
+	case Adaptive, Fixed, PeerSet, Rippled:
 	default:
 		return Result{}, fmt.Errorf("%w: unknown strategy %q", ErrBadConfig, strategy)
 	}
@@ -95,6 +96,10 @@ func newSimulation(cfg Config, strategy Strategy) *simulation {
 		n.held = size
 	}
 	s.fetchers = cfg.Nodes - cfg.Seeders
+	s.byID = make(map[peer.ID]*node, len(s.nodes))
+	for _, n := range s.nodes {
+		s.byID[n.id] = n
+	}
 	return s
 }
 
@@ -168,6 +173,14 @@ func (s *simulation) startFetch(n *node) error {
 		n.host = ps
 		run = ps.Run
 		connect = func(p peer.Peer) error { return ps.Connect(p, s.cfg.Channels) }
+	case Rippled:
+		rp, err := fetch.NewRippled(cfg, fetch.RippledConfig{Seed: seed, HasLedger: s.hasLedger})
+		if err != nil {
+			return fmt.Errorf("overlay: node %s: %w", n.id, err)
+		}
+		n.host = rp
+		run = rp.Run
+		connect = func(p peer.Peer) error { return rp.Connect(p, s.cfg.Channels) }
 	}
 	for k, j := range n.neighbours {
 		if err := connect(&link{sim: s, from: n, to: s.nodes[j], latency: n.latency[k]}); err != nil {
@@ -185,6 +198,14 @@ func (s *simulation) startFetch(n *node) error {
 	case <-n.ran:
 	}
 	return nil
+}
+
+// hasLedger reports whether the node named id holds the whole ledger: what
+// a rippled node's status messages tell its neighbours. It runs on the
+// driver's goroutine, or on a fetch's while the driver waits for it.
+func (s *simulation) hasLedger(id peer.ID) bool {
+	n := s.byID[id]
+	return n != nil && n.held == s.cfg.Ledger.Len()
 }
 
 // received records that n's fetch verified the node named h.

@@ -176,6 +176,12 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 			return nil, err
 		}
 		host, fetchRun = ps, ps.Run
+	case "rippled":
+		rp, err := fetch.NewRippled(cfg, fetch.RippledConfig{Seed: o.seed})
+		if err != nil {
+			return nil, err
+		}
+		host, fetchRun = rp, rp.Run
 	}
 	nw, roles, err := startNetwork(ctx, o, l, host, meter, warn)
 	if err != nil {

@@ -31,7 +31,7 @@ type options struct {
 	transport    string // "tcp" or "mem"
 	seed         uint64
 	json         bool
-	strategy     []string // "scheduler", "peerset", in the order to run
+	strategy     []string // "scheduler", "peerset", "rippled", in the order to run
 	connect      []string // external peers' addresses
 	timeout      time.Duration
 	stall        time.Duration
@@ -90,8 +90,8 @@ Flags:
 	fs.IntVar(&o.misbehave, "misbehave", 0, "peers that misbehave: spoofed request IDs, duplicates, corrupt objects, wrong types (unless given: 1 with 4 peers or more, none with fewer, where one would be a large share of the peers)")
 	fs.StringVar(&o.transport, "transport", "tcp", "tcp (real sockets on 127.0.0.1) or mem (simulated peers on the real clock)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the ledger and of every random choice")
-	fs.BoolVar(&o.json, "json", false, `print the report as JSON on stdout (progress goes to stderr): {"runs": [one per strategy], "comparison": {...}, with -strategy both}`)
-	fs.StringVar(&strategy, "strategy", "scheduler", "scheduler, peerset (the fixed peer set the scheduler replaces), or both, one after the other")
+	fs.BoolVar(&o.json, "json", false, `print the report as JSON on stdout (progress goes to stderr): {"runs": [one per strategy], "comparison": {...}, with -strategy both or all}`)
+	fs.StringVar(&strategy, "strategy", "scheduler", "scheduler; peerset (the fixed peer set the scheduler replaces); rippled (rippled's own acquisition: 5 peers, 3 more after each 3s without progress, 12 hashes a request blind and 128 after a useful reply, one request per peer at a time, giving up after 6 intervals without progress); both (scheduler and peerset) or all (the three), one after the other on the same ledger and peers")
 	fs.StringVar(&connect, "connect", "", "fetch from running ledgerpeers at these comma-separated HOST:PORT addresses instead (their -objects and -seed must match; -peers, -chaos, -latency, -misbehave, -loss and -transport mem, which describe in-process peers, are refused with it)")
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "the longest a request may wait for its response (through the scheduler, a request to a peer whose response times are known waits their RTO, at least 500ms)")
 	fs.DurationVar(&o.stall, "stall", 20*time.Second, "give up when no object has verified for this long")
@@ -153,12 +153,14 @@ func (o *options) check(given map[string]bool, latency, strategy, connect string
 		return fmt.Errorf("-latency %q: %w", latency, err)
 	}
 	switch strategy {
-	case "scheduler", "peerset":
+	case "scheduler", "peerset", "rippled":
 		o.strategy = []string{strategy}
 	case "both":
 		o.strategy = []string{"scheduler", "peerset"}
+	case "all":
+		o.strategy = []string{"scheduler", "peerset", "rippled"}
 	default:
-		return fmt.Errorf("-strategy %q: want scheduler, peerset or both", strategy)
+		return fmt.Errorf("-strategy %q: want scheduler, peerset, rippled, both or all", strategy)
 	}
 	if o.transport != "tcp" && o.transport != "mem" {
 		return fmt.Errorf("-transport %q: want tcp or mem", o.transport)

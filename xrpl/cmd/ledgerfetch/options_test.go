@@ -49,7 +49,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"-batch", "-1"}, []string{"-batch -1: want 0 (the fetch chooses) or 1 to 4096"}},
 		{[]string{"-channels", "-1"}, []string{"-channels -1: want 0 (adaptive) or a fixed count"}},
 		{[]string{"-objects", "0"}, []string{"-objects 0: want at least 1"}},
-		{[]string{"-strategy", "fastest"}, []string{`-strategy "fastest": want scheduler, peerset or both`}},
+		{[]string{"-strategy", "fastest"}, []string{`-strategy "fastest": want scheduler, peerset, rippled, both or all`}},
 		{[]string{"-transport", "udp"}, []string{`-transport "udp": want tcp or mem`}},
 		{[]string{"-latency", "uniform:9ms-1ms"}, []string{`-latency "uniform:9ms-1ms"`, "out of order"}},
 		{[]string{"-base", "x.json"}, []string{`-base "x.json" needs -ledger`}},

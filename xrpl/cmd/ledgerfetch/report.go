@@ -88,8 +88,11 @@ func (r *result) checkAccountHash(o options, src source, got fetch.Store, comple
 func newResult(rep fetch.Report, o options, roles map[peer.ID]role, events map[string]peerCounts, err error) result {
 	r := result{Report: rep, Transport: o.transport, PeerCount: o.peers, Channels: o.channels, Batch: o.batch, Seed: o.seed,
 		Chaos: o.chaos, Events: events, roleByPeer: roles}
-	if rep.Strategy == "peerset" {
+	switch rep.Strategy {
+	case "peerset":
 		r.Channels = o.peerChannels() // the peer set's channels are always fixed
+	case "rippled":
+		r.Channels, r.Batch = 1, rippledBatch // one request per peer, of up to 128 hashes
 	}
 	if o.connect != nil {
 		r.Transport = "tcp (external peers)"
@@ -227,8 +230,8 @@ func writeEvents(w io.Writer, r result) {
 }
 
 // jsonReport is what -json prints, whatever the strategy: every run's
-// result, in the order they ran, and, when two ran (-strategy both), how
-// they compare.
+// result, in the order they ran, and, when several ran (-strategy both or
+// all), how they compare.
 type jsonReport struct {
 	Runs       []result    `json:"runs"`
 	Comparison *comparison `json:"comparison,omitempty"`
@@ -238,19 +241,29 @@ func newJSONReport(results []result) jsonReport {
 	return jsonReport{Runs: results, Comparison: compare(results)}
 }
 
-// comparison is how two fetches of the same ledger from the same peers
-// compare: the first's and the second's wall time and rate and, if both
-// completed, the first's rate over the second's.
+// rippledBatch is the most hashes a request of the rippled strategy asks
+// for (one sent in reaction to a useful reply; blind, 12), as its report
+// shows it.
+const rippledBatch = 128
+
+// comparison is how fetches of the same ledger from the same peers
+// compare: each one's wall time and rate, in the order they ran, and how
+// many times the first one's rate each one's is.
 type comparison struct {
 	Strategies []string         `json:"strategies"`
 	Wall       []fetch.Duration `json:"wall_seconds"`
 	Rate       []float64        `json:"objects_per_second"`
-	Speedup    float64          `json:"speedup,omitempty"` // Rate[0] / Rate[1]; absent unless both completed
+	// Speedup is Rate[0] / Rate[1]; absent unless both completed.
+	Speedup float64 `json:"speedup,omitempty"`
+	// Speedups holds Rate[0] / Rate[i] for each run (1 for the first); 0
+	// where either did not complete.
+	Speedups []float64 `json:"speedups"`
 }
 
-// compare returns the comparison of results, or nil unless there are two.
+// compare returns the comparison of results, or nil unless there are
+// several.
 func compare(results []result) *comparison {
-	if len(results) != 2 {
+	if len(results) < 2 {
 		return nil
 	}
 	c := &comparison{}
@@ -258,25 +271,43 @@ func compare(results []result) *comparison {
 		c.Strategies = append(c.Strategies, r.Strategy)
 		c.Wall = append(c.Wall, r.Wall)
 		c.Rate = append(c.Rate, r.Rate)
+		speedup := 0.0
+		if results[0].Complete && r.Complete && r.Rate > 0 {
+			speedup = results[0].Rate / r.Rate
+		}
+		c.Speedups = append(c.Speedups, speedup)
 	}
-	if results[0].Complete && results[1].Complete && c.Rate[1] > 0 {
-		c.Speedup = c.Rate[0] / c.Rate[1]
-	}
+	c.Speedup = c.Speedups[1]
 	return c
 }
 
-// writeComparison prints how the strategies' fetches compare.
+// writeComparison prints how the strategies' fetches compare: one line for
+// two, a table for more.
 func writeComparison(w io.Writer, results []result) {
 	c := compare(results)
 	if c == nil {
 		return
 	}
-	fmt.Fprintf(w, "\ncomparison, same ledger and peers: %s %s (%s objects/s), %s %s (%s objects/s)",
-		c.Strategies[0], dur(time.Duration(c.Wall[0])), commas(int(c.Rate[0])), c.Strategies[1], dur(time.Duration(c.Wall[1])), commas(int(c.Rate[1])))
-	if c.Speedup > 0 {
-		fmt.Fprintf(w, ": %s is %.1fx as fast\n", c.Strategies[0], c.Speedup)
-	} else {
-		fmt.Fprintln(w)
+	if len(results) == 2 {
+		fmt.Fprintf(w, "\ncomparison, same ledger and peers: %s %s (%s objects/s), %s %s (%s objects/s)",
+			c.Strategies[0], dur(time.Duration(c.Wall[0])), commas(int(c.Rate[0])), c.Strategies[1], dur(time.Duration(c.Wall[1])), commas(int(c.Rate[1])))
+		if c.Speedup > 0 {
+			fmt.Fprintf(w, ": %s is %.1fx as fast\n", c.Strategies[0], c.Speedup)
+		} else {
+			fmt.Fprintln(w)
+		}
+		return
+	}
+	fmt.Fprintf(w, "\ncomparison, same ledger and peers:\n  %-10s %9s %12s  %s\n", "strategy", "wall", "objects/s", c.Strategies[0]+" is")
+	for i, s := range c.Strategies {
+		verdict := "-"
+		switch {
+		case !results[i].Complete:
+			verdict = "(incomplete)"
+		case i > 0 && c.Speedups[i] > 0:
+			verdict = fmt.Sprintf("%.1fx as fast", c.Speedups[i])
+		}
+		fmt.Fprintf(w, "  %-10s %9s %12s  %s\n", s, dur(time.Duration(c.Wall[i])), commas(int(c.Rate[i])), verdict)
 	}
 }
 

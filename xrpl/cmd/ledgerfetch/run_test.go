@@ -84,6 +84,7 @@ type runs[T any] struct {
 		Wall       []float64 `json:"wall_seconds"`
 		Rate       []float64 `json:"objects_per_second"`
 		Speedup    float64   `json:"speedup"`
+		Speedups   []float64 `json:"speedups"`
 	} `json:"comparison"`
 }
 
@@ -188,6 +189,47 @@ func TestBothStrategiesJSON(t *testing.T) {
 	if c == nil || strings.Join(c.Strategies, ",") != "scheduler,peerset" || len(c.Wall) != 2 || c.Rate[0] != r.Runs[0].Rate ||
 		c.Rate[1] != r.Runs[1].Rate || c.Speedup != r.Runs[0].Rate/r.Runs[1].Rate {
 		t.Fatalf("comparison %+v of runs %+v", c, r.Runs)
+	}
+}
+
+// TestAllStrategies: -strategy all runs the scheduler, the peer set and
+// rippled's own strategy on the same ledger and peers, each to completion,
+// and compares them: a table in the text, every rate and each one's speedup
+// against the first in the JSON.
+func TestAllStrategies(t *testing.T) {
+	code, stdout, stderr := runCmd(t, args("-strategy", "all", "-transport", "mem", "-json")...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	var r runs[decoded]
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("%v:\n%s", err, stdout)
+	}
+	var names []string
+	for _, d := range r.Runs {
+		names = append(names, d.Strategy)
+		checkComplete(t, d, smallLedger(t, 1), "mem")
+	}
+	if strings.Join(names, ",") != "scheduler,peerset,rippled" {
+		t.Fatalf("runs %v", names)
+	}
+	c := r.Comparison
+	if c == nil || strings.Join(c.Strategies, ",") != "scheduler,peerset,rippled" || len(c.Rate) != 3 || len(c.Speedups) != 3 ||
+		c.Speedups[0] != 1 || c.Speedups[2] != r.Runs[0].Rate/r.Runs[2].Rate || c.Speedup != c.Speedups[1] {
+		t.Fatalf("comparison %+v of runs %+v", c, r.Runs)
+	}
+
+	var out bytes.Buffer
+	results := []result{}
+	for _, d := range r.Runs {
+		results = append(results, result{Report: fetch.Report{Strategy: d.Strategy, Complete: true, Wall: fetch.Duration(time.Second), Rate: d.Rate}})
+	}
+	results[2].Complete = false
+	writeComparison(&out, results)
+	for _, want := range []string{"comparison, same ledger and peers:", "scheduler is", "peerset ", "x as fast", "rippled ", "(incomplete)"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("comparison lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 

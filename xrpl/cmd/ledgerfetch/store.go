@@ -101,7 +101,11 @@ func (o *options) checkStore(root string) error {
 	case o.expect < 0:
 		return fmt.Errorf("-expect %d: want the ledger's node count, or 0 for unknown", o.expect)
 	case o.store != "" && o.store != memStore && len(o.strategy) > 1:
-		return fmt.Errorf("-store %s with -strategy both: the second fetch would resume from the first's objects; give one strategy", o.store)
+		several := "both"
+		if len(o.strategy) > 2 {
+			several = "all"
+		}
+		return fmt.Errorf("-store %s with -strategy %s: the second fetch would resume from the first's objects; give one strategy", o.store, several)
 	}
 	return nil
 }

@@ -2,7 +2,7 @@
 // new ledger from their neighbours, a few seeders holding it at the start,
 // in virtual time and deterministically from -seed (package overlay). It
 // compares the scheduler with adaptive limits, the scheduler with fixed
-// channels, and the peer set, and prints per strategy when 50%, 99% and
+// channels, the peer set, and rippled's own acquisition, and prints per strategy when 50%, 99% and
 // 100% of the fetching nodes held the verified ledger, the serving nodes'
 // worst queueing delay, peak load and drops, bytes sent, duplicates and
 // fairness: as tables, or as JSON with -json; -svg writes the completion

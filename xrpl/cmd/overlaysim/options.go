@@ -63,7 +63,7 @@ Flags:
 	fs.IntVar(&o.cfg.Degree, "degree", 8, "neighbours of each node in the random graph")
 	fs.IntVar(&o.cfg.Seeders, "seeders", overlay.DefaultSeeders, "nodes holding the ledger at the start (unset: at most -nodes - 1)")
 	fs.Uint64Var(&o.cfg.Seed, "seed", 1, "seed of the graph, the latencies, the seeders and the schedulers' rankings")
-	fs.StringVar(&strategies, "strategy", "all", "strategies to run, comma-separated: scheduler (adaptive limits), fixed, peerset; or all")
+	fs.StringVar(&strategies, "strategy", "all", "strategies to run, comma-separated: scheduler (adaptive limits), fixed, peerset, rippled (rippled's own acquisition: 5 neighbours, 3 more after each 3s without progress, 12 hashes a request blind and 128 after a useful reply, one request per neighbour at a time; -channels and -batch do not apply); or all")
 	fs.IntVar(&o.cfg.Channels, "channels", overlay.DefaultChannels, "channels per neighbour for the fixed and peerset strategies")
 	fs.IntVar(&o.cfg.Batch, "batch", fetch.DefaultBatch, "hashes per request")
 	fs.StringVar(&o.ledger, "ledger", "", "the real ledger to fetch, a JSON file (default: xrpl-40000.json in ../shared/ledgers beside the repository; where it is absent, a generated ledger of 261 leaves)")
@@ -147,7 +147,7 @@ Flags:
 				known = known || st == k
 			}
 			if !known {
-				return bad("-strategy %q: want scheduler, fixed, peerset (comma-separated) or all", name)
+				return bad("-strategy %q: want scheduler, fixed, peerset, rippled (comma-separated) or all", name)
 			}
 			o.strategies = append(o.strategies, st)
 		}

@@ -35,6 +35,8 @@ func name(o options, st overlay.Strategy) string {
 		return fmt.Sprintf("fixed %d channels", o.cfg.Channels)
 	case overlay.PeerSet:
 		return fmt.Sprintf("peer set (%d channels)", o.cfg.Channels)
+	case overlay.Rippled:
+		return "rippled (5 peers, +3 per 3s idle)"
 	}
 	return string(st)
 }

@@ -133,7 +133,7 @@ func TestTableAndSVG(t *testing.T) {
 	if first, _, _ := strings.Cut(table, "\n"); !strings.Contains(first, ", 3 seeders, ") {
 		t.Errorf("first line %q does not say 3 seeders", first)
 	}
-	for _, want := range []string{"scheduler (adaptive)", "fixed 4 channels", "peer set (4 channels)", "time to 50%", "time to 99%", "time to 100%",
+	for _, want := range []string{"scheduler (adaptive)", "fixed 4 channels", "peer set (4 channels)", "rippled (5 peers", "time to 50%", "time to 99%", "time to 100%",
 		"worst queueing delay", "peak requests waiting", "requests dropped (overload)", "bytes sent per node", "duplicate objects received", "fairness (Jain"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
@@ -154,7 +154,8 @@ func TestTableAndSVG(t *testing.T) {
 	if !bytes.Contains(b, []byte("20 nodes, degree 4, 3 seeders, seed 3")) {
 		t.Errorf("the SVG's title does not say 3 seeders")
 	}
-	if len(doc.Polylines) != 3 || !strings.HasPrefix(doc.Polylines[0].Name, "scheduler (adaptive): ") || !strings.HasPrefix(doc.Polylines[2].Name, "peer set (4 channels): ") {
+	if len(doc.Polylines) != 4 || !strings.HasPrefix(doc.Polylines[0].Name, "scheduler (adaptive): ") || !strings.HasPrefix(doc.Polylines[2].Name, "peer set (4 channels): ") ||
+		!strings.HasPrefix(doc.Polylines[3].Name, "rippled (") {
 		t.Errorf("curves %+v, want one per strategy", doc.Polylines)
 	}
 }
