@@ -441,8 +441,14 @@ func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 // peer's channels stay closed as their messages end, until it is within its
 // limit. PeerUsage reports each peer's current limit.
 //
+// A panic in the Limiter's Limit when ConnectWith first reads it is
+// recovered, logged and counted in Stats.PanicsHandled, as every panic in
+// a Limiter is, and the peer is not connected: ConnectWith returns
+// ErrLimiterPanicked. (A later panic, in Observe or in Limit after it,
+// leaves the peer its limit: see peer.Options.)
+//
 // It fails, changing nothing, with peer.ErrNilPeer, limit.ErrBadBounds,
-// peer.ErrAlreadyConnected or ErrStopped.
+// ErrLimiterPanicked, peer.ErrAlreadyConnected or ErrStopped.
 func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if p == nil {
 		return peer.ErrNilPeer
@@ -451,7 +457,12 @@ func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if err != nil {
 		return err
 	}
-	start := l.Limit() // host code, perhaps: ask before taking any lock
+	start, panicked := peerpool.FirstLimit(l) // host code, perhaps: ask before taking any lock
+	if panicked != nil {
+		s.panics.Add(1)
+		s.logLimiterPanic(panicked)
+		return fmt.Errorf("%w: Limit, read at connect, panicked: %v", ErrLimiterPanicked, panicked.Value)
+	}
 	return s.connect(p, func(id peer.ID) (peerpool.Ref, error) { return s.pool.ConnectLimited(p, id, l, start) })
 }
 
