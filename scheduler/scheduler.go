@@ -205,6 +205,18 @@ type Config struct {
 	// receiver.IDRange; the cursor goes round it in order, never issuing an
 	// outstanding ID). MaxRequests must not exceed its size; 0 then means
 	// the smaller of DefaultMaxRequests and the size.
+	//
+	// An answer names its request only by ID and peer, so an ID is not
+	// issued again to the peer its last request went to until that
+	// request's hard deadline has passed by as long again as its timeout
+	// (its quarantine); it may go to another peer before, whose answers
+	// alone can complete it. If every ID not outstanding is quarantined
+	// for a request's peer, the range is too small for the traffic: the
+	// next such ID in order is issued all the same, and
+	// Stats.RequestIDsReusedEarly counts it. The quarantine is kept per
+	// block of IDs, at most 16,384 blocks (48 bytes each), so in a range of
+	// more IDs than that an ID may stay quarantined longer than its own
+	// request needs, never shorter.
 	RequestIDs receiver.IDRange
 	// Budget caps the traffic of the whole application: messages in flight,
 	// messages per second and bytes per second (at the sizes senders
