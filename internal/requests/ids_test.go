@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/internal/peerpool"
+	"github.com/peersched/peersched/internal/race"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
@@ -220,4 +221,30 @@ func TestRangedIDsQuarantineBlocks(t *testing.T) {
 	require.Equal(t, peer.RequestID(3), issue("A"), "1 and 2 went to two peers: their block is passed over; 3 went to C")
 	require.Equal(t, peer.RequestID(4), issue("A"), "its block-mate went to C too: what this pass issued from the block does not count until the next")
 	require.Zero(t, tab.ReusedEarly())
+}
+
+// TestRangedIDsAllocateNothingPerRequest: in steady state the quarantine
+// adds no allocation to a request's life with a range of IDs. (The map of
+// remembered IDs, whose keys keep changing, costs about one per request of
+// its own, as it did before the quarantine.)
+func TestRangedIDsQuarantineAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates for its own bookkeeping")
+	}
+	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 1 << 24, Hi: 1 << 32}, "A", "B")
+	now := time.Duration(0)
+	step := func() {
+		for _, to := range []peer.ID{"A", "B"} {
+			id := tab.Add(nobody, refs[to], now, time.Second, Terms{}, nil)
+			tab.Sent(id)
+			if _, _, err := tab.Respond(id, to, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now += time.Millisecond
+	}
+	for range 1000 {
+		step()
+	}
+	require.LessOrEqual(t, testing.AllocsPerRun(1000, step), 2.0, "two requests a step: the map's one each, and nothing more")
 }
