@@ -19,6 +19,7 @@ import (
 // (done is the claim on r's one call), then releases it to act.
 type call struct {
 	h       *Hedger
+	id      CallID // the call's name, the ID r sees
 	r       receiver.Receiver
 	message any
 	hard    time.Duration // the hedge's deadline, as the first request's
@@ -28,10 +29,9 @@ type call struct {
 	first, second leg // the first request, and the hedge
 
 	// The following fields are guarded by h.mu.
-	id     peer.RequestID // the first request's: the ID r sees
-	done   bool           // r's call is claimed, or the call was withdrawn
-	slow   bool           // the first request passed its soft deadline
-	sender *sender        // the hedge's sender, once the budget allowed it
+	done   bool    // r's call is claimed, or the call was withdrawn
+	slow   bool    // the first request passed its soft deadline
+	sender *sender // the hedge's sender, once the budget allowed it
 	// lastFrom and lastReason are the last failure of a leg, which r
 	// gets if the other leg fails too.
 	lastFrom   peer.ID
@@ -148,7 +148,7 @@ func (c *call) hedge() bool {
 // OnSlow is the first request's soft deadline: the call is slow, and is
 // hedged unless its receiver, a Receiver, wants it left. Implements
 // receiver.SlowReceiver.
-func (l *leg) OnSlow(id peer.RequestID, from peer.ID) {
+func (l *leg) OnSlow(_ peer.RequestID, from peer.ID) {
 	c := l.c
 	h := c.h
 	h.mu.Lock()
@@ -157,9 +157,6 @@ func (l *leg) OnSlow(id peer.RequestID, from peer.ID) {
 		return
 	}
 	c.slow = true
-	if c.id == 0 {
-		c.id = id // the send has not returned yet (see Request)
-	}
 	h.stats.Slow++
 	h.mu.Unlock()
 	if r, ok := c.r.(Receiver); ok && !r.WantHedge(c.id, from) {
@@ -170,10 +167,10 @@ func (l *leg) OnSlow(id peer.RequestID, from peer.ID) {
 
 // OnResponse ends the call with the leg's answer, the first to come: r
 // gets it, and the other leg is withdrawn. Implements receiver.Receiver.
-func (l *leg) OnResponse(id peer.RequestID, from peer.ID, response any) {
+func (l *leg) OnResponse(_ peer.RequestID, from peer.ID, response any) {
 	c := l.c
 	c.h.mu.Lock()
-	if !l.arriveLocked(id) {
+	if !l.arriveLocked() {
 		c.h.mu.Unlock()
 		return
 	}
@@ -185,10 +182,10 @@ func (l *leg) OnResponse(id peer.RequestID, from peer.ID, response any) {
 
 // OnFailure ends the call with the leg's failure unless the other leg may
 // still answer: then the call waits for it. Implements receiver.Receiver.
-func (l *leg) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason) {
+func (l *leg) OnFailure(_ peer.RequestID, from peer.ID, reason receiver.Reason) {
 	c := l.c
 	c.h.mu.Lock()
-	if !l.arriveLocked(id) {
+	if !l.arriveLocked() {
 		c.h.mu.Unlock()
 		return
 	}
@@ -200,28 +197,20 @@ func (l *leg) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason)
 	c.r.OnFailure(c.endAndUnlock(), from, reason)
 }
 
-// arriveLocked records that the leg's request ended, as request id, and
-// reports whether the call still waits for its outcome (r's one call is
-// not claimed yet). The first ID to arrive names the call. Caller holds
-// h.mu.
-func (l *leg) arriveLocked(id peer.RequestID) bool {
-	c := l.c
+// arriveLocked records that the leg's request ended, and reports whether
+// the call still waits for its outcome (r's one call is not claimed yet).
+// Caller holds h.mu.
+func (l *leg) arriveLocked() bool {
 	l.live = false
-	if c.done {
-		return false
-	}
-	if c.id == 0 {
-		c.id = id
-	}
-	return true
+	return !l.c.done
 }
 
 // endAndUnlock claims r's one call, releases h.mu, withdraws what the call
-// leaves live, and returns the ID r is to see. Caller holds h.mu.
+// leaves live, and returns the ID r is to see: the call's. Caller holds
+// h.mu.
 func (c *call) endAndUnlock() peer.RequestID {
 	w := c.endLocked()
-	rid := c.id
 	c.h.mu.Unlock()
 	w.run(c.h)
-	return rid
+	return peer.RequestID(c.id)
 }

@@ -20,7 +20,8 @@
 // failure waits for the other request, if one may still answer; when both
 // have failed the receiver is told the last failure. So the receiver gets
 // one call per request, as the scheduler promises (promise 2), under the
-// ID that Request returned.
+// call's CallID, the one Send returned, which names the call for its whole
+// life, whatever request IDs the scheduler reuses meanwhile.
 //
 // The soft deadline decides what the budget buys. One that a share b of
 // the requests pass, with a budget of b, spends the budget on the body of

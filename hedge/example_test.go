@@ -55,7 +55,7 @@ func (sendTo) OnDiscard()              {}
 
 // A request to a slow peer is hedged at its soft deadline: the same
 // message goes to another peer, whose answer comes first, and the receiver
-// gets it under the first request's ID.
+// gets it under the call's ID, the one Request returned.
 func ExampleHedger() {
 	clk := clock.NewMock()
 	s, _ := scheduler.New(scheduler.Config{Clock: clk, RankSeed: 1})
@@ -65,15 +65,15 @@ func ExampleHedger() {
 	s.Connect(link{"slow", sent}, 1)
 	s.Connect(link{"quick", sent}, 1)
 
-	var first peer.RequestID
+	var call hedge.CallID
 	answered := make(chan string)
 	r := receiver.Funcs{Response: func(id peer.RequestID, from peer.ID, response any) {
-		answered <- fmt.Sprintf("%v from %s, for the first request: %v", response, from, id == first)
+		answered <- fmt.Sprintf("%v from %s, for the call: %v", response, from, hedge.CallID(id) == call)
 	}}
 	s.Schedule(sendTo(func(o offer.Offer) {
 		for i, c := range o.All() {
 			if c.Peer == "slow" {
-				first, _ = h.Request(o, i, "get x", r, 100*time.Millisecond, time.Second)
+				call, _ = h.Request(o, i, "get x", r, 100*time.Millisecond, time.Second)
 			}
 		}
 	}), 0)
@@ -89,6 +89,6 @@ func ExampleHedger() {
 	// Output:
 	// sent to slow
 	// hedged to quick
-	// x from quick, for the first request: true
+	// x from quick, for the call: true
 	// {Requests:1 Slow:1 Hedges:1 Denied:0 Unqueued:0 HedgeWins:1 Live:0 Waiting:0 Tokens:9}
 }

@@ -29,12 +29,12 @@ func TestHedgeExpectsTheSameType(t *testing.T) {
 
 		require.ErrorIs(t, w.s.Deliver("A", id, "x from A"), receiver.ErrWrongResponseType)
 		require.ErrorIs(t, w.s.Deliver("B", hedged.id, "x from B"), receiver.ErrWrongResponseType)
-		require.Empty(t, r.of(id), "both requests are still live")
+		require.Empty(t, r.of(w.call(id)), "both requests are still live")
 		require.Equal(t, uint64(2), w.s.Stats().WrongType)
 
 		require.NoError(t, w.s.Deliver("B", hedged.id, answer{"B"}))
-		require.Equal(t, []string{"response from B: {B}"}, r.of(id))
+		require.Equal(t, []string{"response from B: {B}"}, r.of(w.call(id)))
 		w.advance(2 * time.Second)
-		require.Equal(t, []string{"response from B: {B}"}, r.of(id), "one call")
+		require.Equal(t, []string{"response from B: {B}"}, r.of(w.call(id)), "one call")
 	})
 }

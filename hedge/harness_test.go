@@ -32,6 +32,17 @@ type world struct {
 	s     *scheduler.Scheduler
 	h     *hedge.Hedger
 	peers map[peer.ID]*host
+	// calls names each call sent through send by its first request's ID,
+	// which the tests answer through the scheduler.
+	calls map[peer.RequestID]hedge.CallID
+}
+
+// call returns the CallID of the call whose first request was id.
+func (w *world) call(id peer.RequestID) hedge.CallID {
+	w.t.Helper()
+	c, ok := w.calls[id]
+	require.True(w.t, ok, "no call's first request was %d", id)
+	return c
 }
 
 // inBubble runs body in a synctest bubble with a fresh mock clock, a
@@ -60,7 +71,7 @@ func inBubbleWith(t *testing.T, sc scheduler.Config, cfg hedge.BudgetConfig, opt
 		require.NoError(t, err)
 		h, err := hedge.NewHedger(s, b, opts)
 		require.NoError(t, err)
-		w := &world{t: t, clock: mock, s: s, h: h, peers: map[peer.ID]*host{}}
+		w := &world{t: t, clock: mock, s: s, h: h, peers: map[peer.ID]*host{}, calls: map[peer.RequestID]hedge.CallID{}}
 		body(w)
 		require.NoError(t, s.Shutdown(context.Background()))
 	})
@@ -104,17 +115,17 @@ func (w *world) requestWith(to peer.ID, message any, r receiver.Receiver, soft, 
 }
 
 // send sends req to peer to through the Hedger's Send, from a sender of
-// its own, and returns the request's ID.
+// its own, and returns its first request's ID (w.call gives its CallID).
 func (w *world) send(to peer.ID, req offer.Request) peer.RequestID {
 	w.t.Helper()
-	var id peer.RequestID
+	var call hedge.CallID
 	var err error
 	offered := false
 	_, serr := w.s.Schedule(senderFunc(func(o offer.Offer) {
 		for i, c := range o.All() {
 			if c.Peer == to {
 				offered = true
-				id, err = w.h.Send(o, i, req)
+				call, err = w.h.Send(o, i, req)
 				return
 			}
 		}
@@ -123,7 +134,10 @@ func (w *world) send(to peer.ID, req offer.Request) peer.RequestID {
 	synctest.Wait()
 	require.True(w.t, offered, "no channel of %s offered", to)
 	require.NoError(w.t, err)
-	require.NotZero(w.t, id)
+	require.NotZero(w.t, call)
+	sent := w.peers[to].sends()
+	id := sent[len(sent)-1].id
+	w.calls[id] = call
 	return id
 }
 
@@ -206,10 +220,12 @@ func (o *outcomes) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Re
 	o.add(id, fmt.Sprintf("failure from %s: %v", from, reason))
 }
 
-func (o *outcomes) of(id peer.RequestID) []string {
+// of returns the calls the receiver got for call id: a Hedger calls its
+// receivers with the CallID as the request ID.
+func (o *outcomes) of(id hedge.CallID) []string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]string(nil), o.got[id]...)
+	return append([]string(nil), o.got[peer.RequestID(id)]...)
 }
 
 func (o *outcomes) count() int {

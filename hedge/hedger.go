@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/peersched/peersched/offer"
@@ -53,11 +54,13 @@ type Hedger struct {
 	sched Scheduler
 	opts  Options
 
+	lastID atomic.Uint64 // the last CallID issued
+
 	mu sync.Mutex
 	// The following fields are guarded by mu.
 	budget  *Budget
-	calls   map[peer.RequestID]*call // live calls, by the first request's ID
-	waiting int                      // hedges in state waiting
+	calls   map[CallID]*call // live calls
+	waiting int              // hedges in state waiting
 	stats   Stats
 }
 
@@ -77,13 +80,23 @@ func NewHedger(s Scheduler, b *Budget, o Options) (*Hedger, error) {
 			panic(fmt.Sprintf("hedge: the default budget is refused: %v", err)) // cannot happen
 		}
 	}
-	return &Hedger{sched: s, opts: o, budget: b, calls: make(map[peer.RequestID]*call)}, nil
+	return &Hedger{sched: s, opts: o, budget: b, calls: make(map[CallID]*call)}, nil
 }
+
+// CallID names one call made through a Hedger's Send: its first request
+// and its hedge together. The Hedger issues them from 1 up, and never
+// issues one twice, so a CallID names its call, and nothing else, for
+// the Hedger's whole life: after the call ends, Hedge and Withdraw given
+// its CallID return false. It is not a request ID: the scheduler reuses
+// request IDs once their requests end (with Config.RequestIDs, within a
+// narrow range), while a call may outlive its first request (it then
+// waits on its hedge).
+type CallID uint64
 
 // Request sends message on the i-th channel of o with deadlines soft and
 // hard: it is Send(o, i, offer.Request{Message: message, Receiver: r, Soft:
 // soft, Timeout: hard}).
-func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver, soft, hard time.Duration) (peer.RequestID, error) {
+func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver, soft, hard time.Duration) (CallID, error) {
 	return h.Send(o, i, offer.Request{Message: message, Receiver: r, Soft: soft, Timeout: hard})
 }
 
@@ -96,9 +109,9 @@ func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver,
 // one request fails while the other is live, r waits for the other; if
 // both fail, r is told the last failure. However the two end, r gets
 // exactly one call, OnResponse or OnFailure, unless Withdraw takes it away
-// first; and it gets it with the ID Request returned, the first request's,
-// whichever request the answer came to. from is the peer that answered, or
-// whose request failed last.
+// first; and it gets it with the call's CallID, the one Send returned, as
+// its request ID (peer.RequestID(id)), whichever request the answer came
+// to. from is the peer that answered, or whose request failed last.
 //
 // A hedge is sent at most once per request, and never to the first
 // request's peer (it is scheduled avoiding it): while only that peer has
@@ -117,7 +130,7 @@ func (h *Hedger) Request(o offer.Offer, i int, message any, r receiver.Receiver,
 //
 // Like every send through an offer, Send must be called while the offer is
 // live: from the sender's OnOffer, or a goroutine OnOffer waits for.
-func (h *Hedger) Send(o offer.Offer, i int, req offer.Request) (peer.RequestID, error) {
+func (h *Hedger) Send(o offer.Offer, i int, req offer.Request) (CallID, error) {
 	r := req.Receiver
 	if r == nil {
 		return 0, receiver.ErrNilReceiver
@@ -129,7 +142,7 @@ func (h *Hedger) Send(o offer.Offer, i int, req offer.Request) (peer.RequestID, 
 		req.Soft = 0
 	}
 	ch, _ := o.Channel(i) // if there is no such channel, the send says why
-	c := &call{h: h, r: r, message: req.Message, hard: req.Timeout, expect: req.Expect, origin: ch.Peer}
+	c := &call{h: h, id: CallID(h.lastID.Add(1)), r: r, message: req.Message, hard: req.Timeout, expect: req.Expect, origin: ch.Peer}
 	c.first.c, c.second.c = c, c
 	c.first.live = true // before the send publishes c to the scheduler
 	req.Receiver = &c.first
@@ -138,21 +151,18 @@ func (h *Hedger) Send(o offer.Offer, i int, req offer.Request) (peer.RequestID, 
 	defer h.mu.Unlock()
 	if err != nil {
 		c.first.live = false
-		return 0, err
+		return 0, err // the CallID is never seen: none of r's methods is called
 	}
 	c.first.id = id
-	if c.id == 0 {
-		c.id = id
-	}
 	if !c.done {
-		h.calls[id] = c
+		h.calls[c.id] = c
 	}
 	h.budget.Sent()
 	h.stats.Requests++
-	return id, nil
+	return c.id, nil
 }
 
-// Hedge hedges request id now, if it is one of the Hedger's, is still
+// Hedge hedges call id now, if it is one of the Hedger's, is still
 // live, has passed its soft deadline, has not been hedged, and the budget
 // allows, and reports whether it did: whether a hedge now waits for a
 // channel of another peer. It is for a Receiver that declined to hedge a
@@ -161,7 +171,7 @@ func (h *Hedger) Send(o offer.Offer, i int, req offer.Request) (peer.RequestID, 
 // Called from outside every callback with a scheduler that runs its
 // callbacks inline, Hedge may run callbacks, the hedge's offer among them,
 // before it returns, as the scheduler's Schedule may.
-func (h *Hedger) Hedge(id peer.RequestID) bool {
+func (h *Hedger) Hedge(id CallID) bool {
 	h.mu.Lock()
 	c := h.calls[id]
 	h.mu.Unlock()
@@ -171,20 +181,22 @@ func (h *Hedger) Hedge(id peer.RequestID) bool {
 	return c.hedge()
 }
 
-// Withdraw takes r away from request id, as the scheduler's
-// WithdrawReceiver does: if it returns true, neither r's OnResponse nor
-// its OnFailure will be called for id, its hedge (if one was sent) is
-// withdrawn too, and a hedge still waiting for a channel leaves the queue,
-// its token refunded. The requests keep their channels until their
-// responses or deadlines come. It returns false if id is not a live
-// request of the Hedger's: r's one call has been made, or is about to be,
-// or id was withdrawn already.
+// Withdraw takes r away from call id, as the scheduler's
+// WithdrawReceiver does for a request: if it returns true, neither r's
+// OnResponse nor its OnFailure will be called for the call, its requests
+// (the first, and its hedge if one was sent) are withdrawn, and a hedge
+// still waiting for a channel leaves the queue, its token refunded. The
+// requests keep their channels until their responses or deadlines come.
+// It returns false if id is not a live call of the Hedger's: r's one call
+// has been made, or is about to be, or the call was withdrawn already. It
+// never touches another call, whatever request IDs the scheduler has
+// reused since the call began.
 //
 // A Receiver's WantHedge or OnHedge that another goroutine has already
 // begun when Withdraw returns may still finish (as the scheduler's OnSlow
 // may): a withdrawal cannot wait for callbacks, since it may be made from
 // one.
-func (h *Hedger) Withdraw(id peer.RequestID) bool {
+func (h *Hedger) Withdraw(id CallID) bool {
 	h.mu.Lock()
 	c := h.calls[id]
 	if c == nil || c.done {

@@ -27,7 +27,7 @@ func TestNoSlowNoHedge(t *testing.T) {
 		w.advance(soft - time.Millisecond)
 		require.NoError(t, w.s.Deliver("A", id, "x"))
 		w.advance(2 * hard)
-		require.Equal(t, []string{"response from A: x"}, r.of(id))
+		require.Equal(t, []string{"response from A: x"}, r.of(w.call(id)))
 		require.Empty(t, b.sends())
 		require.Zero(t, w.s.Stats().SendersWaiting)
 		require.Equal(t, hedge.Stats{Requests: 1, Tokens: hedge.DefaultBurst}, w.h.Stats())
@@ -48,19 +48,19 @@ func TestHedgeWins(t *testing.T) {
 		hedged := b.only(t)
 		require.Equal(t, "get x", hedged.message)
 		require.NotEqual(t, id, hedged.id)
-		require.Empty(t, r.of(id))
+		require.Empty(t, r.of(w.call(id)))
 		st := w.h.Stats()
 		require.Equal(t, uint64(1), st.Slow)
 		require.Equal(t, uint64(1), st.Hedges)
 		require.Equal(t, hedge.DefaultBurst-1, st.Tokens)
 
 		require.NoError(t, w.s.Deliver("B", hedged.id, "x from B"))
-		require.Equal(t, []string{"response from B: x from B"}, r.of(id))
+		require.Equal(t, []string{"response from B: x from B"}, r.of(w.call(id)))
 		require.Equal(t, 1, w.closed("A"), "the first request is still out")
 		require.False(t, w.s.WithdrawReceiver(id), "its receiver was withdrawn")
 		require.NoError(t, w.s.Deliver("A", id, "x from A"))
 		w.advance(2 * hard)
-		require.Equal(t, []string{"response from B: x from B"}, r.of(id), "one call")
+		require.Equal(t, []string{"response from B: x from B"}, r.of(w.call(id)), "one call")
 		st = w.h.Stats()
 		require.Equal(t, uint64(1), st.HedgeWins)
 		require.Zero(t, st.Live)
@@ -77,12 +77,12 @@ func TestFirstWinsAfterHedge(t *testing.T) {
 		hedged := b.only(t)
 		w.advance(10 * time.Millisecond)
 		require.NoError(t, w.s.Deliver("A", id, "x from A"))
-		require.Equal(t, []string{"response from A: x from A"}, r.of(id))
+		require.Equal(t, []string{"response from A: x from A"}, r.of(w.call(id)))
 		require.Equal(t, 1, w.closed("B"), "the hedge is still out")
 		require.False(t, w.s.WithdrawReceiver(hedged.id), "its receiver was withdrawn")
 		require.NoError(t, w.s.Deliver("B", hedged.id, "x from B"))
 		w.advance(2 * hard)
-		require.Equal(t, []string{"response from A: x from A"}, r.of(id))
+		require.Equal(t, []string{"response from A: x from A"}, r.of(w.call(id)))
 		require.Zero(t, w.h.Stats().HedgeWins)
 	})
 }
@@ -99,11 +99,11 @@ func TestBothFail(t *testing.T) {
 			b, id := w.askA(r)
 			w.advance(soft)
 			require.NoError(t, w.s.Refuse("B", b.only(t).id))
-			require.Empty(t, r.of(id), "the first may still answer")
+			require.Empty(t, r.of(w.call(id)), "the first may still answer")
 			w.advance(hard - soft)
-			require.Equal(t, []string{"failure from A: timeout"}, r.of(id))
+			require.Equal(t, []string{"failure from A: timeout"}, r.of(w.call(id)))
 			w.advance(2 * hard)
-			require.Len(t, r.of(id), 1)
+			require.Len(t, r.of(w.call(id)), 1)
 		})
 	})
 	t.Run("first disconnected, then the hedge times out", func(t *testing.T) {
@@ -112,13 +112,13 @@ func TestBothFail(t *testing.T) {
 			_, id := w.askA(r)
 			w.advance(soft)
 			require.NoError(t, w.s.Disconnect("A"))
-			require.Empty(t, r.of(id), "the hedge may still answer")
+			require.Empty(t, r.of(w.call(id)), "the hedge may still answer")
 			w.advance(hard - time.Millisecond)
-			require.Empty(t, r.of(id), "the hedge's deadline runs from its own send")
+			require.Empty(t, r.of(w.call(id)), "the hedge's deadline runs from its own send")
 			w.advance(time.Millisecond)
-			require.Equal(t, []string{"failure from B: timeout"}, r.of(id))
+			require.Equal(t, []string{"failure from B: timeout"}, r.of(w.call(id)))
 			w.advance(2 * hard)
-			require.Len(t, r.of(id), 1)
+			require.Len(t, r.of(w.call(id)), 1)
 		})
 	})
 	t.Run("first fails while its hedge waits", func(t *testing.T) {
@@ -132,7 +132,7 @@ func TestBothFail(t *testing.T) {
 			require.Equal(t, 1, w.s.Stats().SendersWaiting, "the hedge waits for B")
 			require.Equal(t, hedge.DefaultBurst-1, w.h.Stats().Tokens)
 			require.NoError(t, w.s.Refuse("A", id))
-			require.Equal(t, []string{"failure from A: refused"}, r.of(id))
+			require.Equal(t, []string{"failure from A: refused"}, r.of(w.call(id)))
 			require.Zero(t, w.s.Stats().SendersWaiting, "the hedge left the queue")
 			require.Equal(t, hedge.DefaultBurst, w.h.Stats().Tokens, "its token refunded")
 			require.NoError(t, w.s.Deliver("B", busy, "y"))
@@ -159,11 +159,11 @@ func TestBudgetSpent(t *testing.T) {
 		require.Equal(t, uint64(1), st.Denied)
 		require.Zero(t, w.s.Stats().SendersWaiting)
 		w.advance(hard - soft)
-		require.Equal(t, []string{"failure from A: timeout"}, r.of(second), "unhedged, it waited out its deadline")
-		require.Empty(t, r.of(first), "its hedge may still answer")
+		require.Equal(t, []string{"failure from A: timeout"}, r.of(w.call(second)), "unhedged, it waited out its deadline")
+		require.Empty(t, r.of(w.call(first)), "its hedge may still answer")
 		require.Equal(t, 0, w.closed("A"), "the first timed out too")
 		require.NoError(t, w.s.Deliver("B", hedged.id, "x"))
-		require.Equal(t, []string{"response from B: x"}, r.of(first))
+		require.Equal(t, []string{"response from B: x"}, r.of(w.call(first)))
 
 		// Twenty requests sent earn the next hedge, at 5%.
 		for range 20 {
@@ -194,7 +194,7 @@ func TestOnlyTheSlowPeer(t *testing.T) {
 			require.Equal(t, 1, w.h.Stats().Waiting)
 			require.Equal(t, hedge.DefaultBurst-1, w.h.Stats().Tokens)
 			require.NoError(t, w.s.Deliver("A", id, "x"))
-			require.Equal(t, []string{"response from A: x"}, r.of(id))
+			require.Equal(t, []string{"response from A: x"}, r.of(w.call(id)))
 			require.Zero(t, w.s.Stats().SendersWaiting, "the hedge left the queue")
 			require.Zero(t, w.h.Stats().Waiting)
 			require.Equal(t, hedge.DefaultBurst, w.h.Stats().Tokens, "its token refunded")
@@ -214,7 +214,7 @@ func TestOnlyTheSlowPeer(t *testing.T) {
 			hedged := b.only(t)
 			require.Equal(t, "get x", hedged.message)
 			require.NoError(t, w.s.Deliver("B", hedged.id, "x"))
-			require.Equal(t, []string{"response from B: x"}, r.of(id))
+			require.Equal(t, []string{"response from B: x"}, r.of(w.call(id)))
 		})
 	})
 }
@@ -232,7 +232,7 @@ func TestHostRefusesTheHedge(t *testing.T) {
 		w.advance(soft)
 		require.Empty(t, b.sends())
 		require.NoError(t, w.s.Deliver("C", c.only(t).id, "x"))
-		require.Equal(t, []string{"response from C: x"}, r.of(id))
+		require.Equal(t, []string{"response from C: x"}, r.of(w.call(id)))
 		require.Equal(t, uint64(1), w.h.Stats().Hedges)
 	})
 }
@@ -253,7 +253,7 @@ func TestHostRefusesEveryHedgeChannel(t *testing.T) {
 		w.connect("C", 1)
 		require.Empty(t, w.peers["C"].sends(), "parked: not offered C either")
 		require.NoError(t, w.s.Deliver("A", w.peers["A"].only(t).id, "x"))
-		require.Equal(t, []string{"response from A: x"}, r.of(id))
+		require.Equal(t, []string{"response from A: x"}, r.of(w.call(id)))
 		require.Zero(t, w.s.Stats().SendersWaiting, "the hedge was withdrawn")
 		require.Zero(t, w.h.Stats().Waiting)
 		require.Equal(t, hedge.DefaultBurst, w.h.Stats().Tokens, "its token refunded")
@@ -294,9 +294,9 @@ func TestStopEndsEachCallOnce(t *testing.T) {
 		require.Equal(t, hedge.DefaultBurst-2, w.h.Stats().Tokens)
 		w.s.Stop()
 		w.advance(0)
-		require.Equal(t, []string{"failure from A: shutdown"}, r.of(waitingHedge))
-		require.Len(t, r.of(sentHedge), 1)
-		require.Contains(t, r.of(sentHedge)[0], "shutdown")
+		require.Equal(t, []string{"failure from A: shutdown"}, r.of(w.call(waitingHedge)))
+		require.Len(t, r.of(w.call(sentHedge)), 1)
+		require.Contains(t, r.of(w.call(sentHedge))[0], "shutdown")
 		st := w.h.Stats()
 		require.Equal(t, hedge.DefaultBurst-1, st.Tokens, "the unsent hedge's token came back")
 		require.Zero(t, st.Live)
@@ -318,12 +318,12 @@ func TestWithdraw(t *testing.T) {
 		w.advance(soft)
 		require.Equal(t, 1, w.s.Stats().SendersWaiting)
 
-		require.True(t, w.h.Withdraw(x))
-		require.False(t, w.h.Withdraw(x))
+		require.True(t, w.h.Withdraw(w.call(x)))
+		require.False(t, w.h.Withdraw(w.call(x)))
 		require.False(t, w.s.WithdrawReceiver(x))
 		require.False(t, w.s.WithdrawReceiver(hx))
 		require.Equal(t, 1, w.h.Stats().Waiting)
-		require.True(t, w.h.Withdraw(y))
+		require.True(t, w.h.Withdraw(w.call(y)))
 		require.Zero(t, w.s.Stats().SendersWaiting)
 		require.Zero(t, w.h.Stats().Waiting)
 		require.Equal(t, hedge.DefaultBurst-1, w.h.Stats().Tokens, "y's hedge was never sent")
@@ -333,12 +333,12 @@ func TestWithdraw(t *testing.T) {
 		w.advance(2 * hard)
 		require.Zero(t, r.count())
 		require.Len(t, b.sends(), 1, "y's hedge never went, though B's channel opened")
-		require.False(t, w.h.Withdraw(y))
+		require.False(t, w.h.Withdraw(w.call(y)))
 		require.Zero(t, w.h.Stats().Live)
 
 		z := w.request("A", "get z", r)
 		require.NoError(t, w.s.Deliver("A", z, "z"))
-		require.False(t, w.h.Withdraw(z), "ended")
+		require.False(t, w.h.Withdraw(w.call(z)), "ended")
 	})
 }
 
@@ -351,12 +351,12 @@ type decider struct {
 	hedges []string
 }
 
-func (d *decider) WantHedge(id peer.RequestID, from peer.ID) bool {
+func (d *decider) WantHedge(_ hedge.CallID, from peer.ID) bool {
 	d.asked = append(d.asked, string(from))
 	return d.want
 }
 
-func (d *decider) OnHedge(id peer.RequestID, to peer.ID) {
+func (d *decider) OnHedge(_ hedge.CallID, to peer.ID) {
 	d.hedges = append(d.hedges, string(to))
 }
 
@@ -367,20 +367,20 @@ func TestReceiverDecidesWhen(t *testing.T) {
 	inBubble(t, hedge.BudgetConfig{}, func(w *world) {
 		d := &decider{outcomes: newOutcomes()}
 		b, id := w.askA(d)
-		require.False(t, w.h.Hedge(id), "not slow yet")
+		require.False(t, w.h.Hedge(w.call(id)), "not slow yet")
 		w.advance(soft)
 		require.Equal(t, []string{"A"}, d.asked)
 		require.Empty(t, b.sends())
 		require.Zero(t, w.s.Stats().SendersWaiting)
 		require.Equal(t, hedge.DefaultBurst, w.h.Stats().Tokens)
 
-		require.True(t, w.h.Hedge(id))
+		require.True(t, w.h.Hedge(w.call(id)))
 		hedged := b.only(t)
 		require.Equal(t, []string{"B"}, d.hedges)
-		require.False(t, w.h.Hedge(id), "hedged once")
+		require.False(t, w.h.Hedge(w.call(id)), "hedged once")
 		require.NoError(t, w.s.Deliver("B", hedged.id, "x"))
-		require.Equal(t, []string{"response from B: x"}, d.of(id))
-		require.False(t, w.h.Hedge(id), "ended")
+		require.Equal(t, []string{"response from B: x"}, d.of(w.call(id)))
+		require.False(t, w.h.Hedge(w.call(id)), "ended")
 		require.Equal(t, []string{"A"}, d.asked)
 		require.NoError(t, w.s.Deliver("A", id, "x")) // A's channel opens
 
@@ -389,7 +389,7 @@ func TestReceiverDecidesWhen(t *testing.T) {
 		w.advance(soft)
 		require.Len(t, b.sends(), 2, "wanted: hedged at once")
 		require.Equal(t, []string{"B", "B"}, d.hedges)
-		require.False(t, w.h.Hedge(id), "hedged already")
+		require.False(t, w.h.Hedge(w.call(id)), "hedged already")
 	})
 }
 
@@ -430,7 +430,7 @@ func TestRequestErrors(t *testing.T) {
 			r := newOutcomes()
 			id := w.requestWith("A", "get x", r, d[0], d[1])
 			w.advance(hard)
-			require.Equal(t, []string{"failure from A: timeout"}, r.of(id), "soft %v, hard %v", d[0], d[1])
+			require.Equal(t, []string{"failure from A: timeout"}, r.of(w.call(id)), "soft %v, hard %v", d[0], d[1])
 		}
 		require.Empty(t, b.sends(), "never hedged")
 		require.Equal(t, hedge.Stats{Requests: 3, Tokens: hedge.DefaultBurst}, w.h.Stats())
@@ -452,8 +452,8 @@ func TestEveryCallEndsOnce(t *testing.T) {
 		r := newOutcomes()
 		rng := rand.New(rand.NewPCG(1, 2))
 		var mu sync.Mutex
-		var ids []peer.RequestID
-		withdrawn := map[peer.RequestID]bool{}
+		var ids []hedge.CallID
+		withdrawn := map[hedge.CallID]bool{}
 		answered := map[peer.ID]int{} // sends of each peer looked at so far
 		for range 40 {
 			for range 6 {
@@ -485,7 +485,7 @@ func TestEveryCallEndsOnce(t *testing.T) {
 			}
 			rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 			mu.Lock()
-			victims := make([]peer.RequestID, 0, 3)
+			victims := make([]hedge.CallID, 0, 3)
 			for range 3 {
 				victims = append(victims, ids[rng.IntN(len(ids))])
 			}
@@ -541,10 +541,10 @@ func TestUnqueuedHedge(t *testing.T) {
 		require.Zero(t, st.Hedges)
 		require.Equal(t, hedge.DefaultBurst, st.Tokens)
 		require.Empty(t, b.sends())
-		require.False(t, h.Hedge(id))
+		require.False(t, h.Hedge(w.call(id)))
 		require.Equal(t, uint64(2), h.Stats().Unqueued)
 		require.NoError(t, w.s.Deliver("A", id, "x"))
-		require.Equal(t, []string{"response from A: x"}, r.of(id))
+		require.Equal(t, []string{"response from A: x"}, r.of(w.call(id)))
 	})
 }
 
@@ -557,17 +557,17 @@ type reentrant struct {
 	calls []string
 }
 
-func (r *reentrant) WantHedge(id peer.RequestID, _ peer.ID) bool {
+func (r *reentrant) WantHedge(id hedge.CallID, _ peer.ID) bool {
 	r.calls = append(r.calls, fmt.Sprintf("WantHedge: Hedge %v", r.h.Hedge(id)))
 	return false
 }
 
-func (r *reentrant) OnHedge(id peer.RequestID, _ peer.ID) {
+func (r *reentrant) OnHedge(id hedge.CallID, _ peer.ID) {
 	r.calls = append(r.calls, fmt.Sprintf("OnHedge: Hedge %v", r.h.Hedge(id)))
 }
 
 func (r *reentrant) OnResponse(id peer.RequestID, from peer.ID, response any) {
-	r.calls = append(r.calls, fmt.Sprintf("OnResponse: Withdraw %v", r.h.Withdraw(id)))
+	r.calls = append(r.calls, fmt.Sprintf("OnResponse: Withdraw %v", r.h.Withdraw(hedge.CallID(id))))
 	r.outcomes.OnResponse(id, from, response)
 }
 
@@ -584,10 +584,54 @@ func TestCallbacksMayCallTheHedger(t *testing.T) {
 		hedged := b.only(t)
 		require.Equal(t, []string{"WantHedge: Hedge true", "OnHedge: Hedge false"}, r.calls)
 		require.NoError(t, w.s.Deliver("B", hedged.id, "x"))
-		require.Equal(t, []string{"response from B: x"}, r.of(id))
+		require.Equal(t, []string{"response from B: x"}, r.of(w.call(id)))
 		require.Equal(t, "OnResponse: Withdraw false", r.calls[2], "the call had ended")
 		require.Len(t, r.calls, 3)
 		require.Equal(t, uint64(1), w.h.Stats().Hedges)
 		require.Zero(t, w.h.Stats().Live)
 	})
+}
+
+// TestCallIDOutlivesReusedRequestIDs: a call's handle names it for its
+// whole life, whatever request IDs the scheduler reuses meanwhile (issue
+// 24, item 2). With two request IDs, call A's first request (to P1) fails
+// with P1's disconnect while its hedge (to P2) is live, and call B's
+// request is given A's freed first ID. Withdrawing A withdraws A, not B:
+// A's receiver hears nothing of its hedge's answer, and B's receiver gets
+// B's answer. In both callback modes.
+func TestCallIDOutlivesReusedRequestIDs(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			sc := scheduler.Config{InlineCallbacks: inline, RequestIDs: receiver.IDRange{Lo: 1, Hi: 3}}
+			inBubbleWith(t, sc, hedge.BudgetConfig{}, hedge.Options{}, func(w *world) {
+				w.connect("P1", 1)
+				p2 := w.connect("P2", 1)
+				ra, rb := newOutcomes(), newOutcomes()
+				a := w.request("P1", "get a", ra)
+				w.advance(soft)
+				hedgeOfA := p2.only(t).id
+				require.Equal(t, []peer.RequestID{1, 2}, []peer.RequestID{a, hedgeOfA})
+				require.NoError(t, w.s.Disconnect("P1"))
+				w.advance(0)
+				require.Empty(t, ra.of(w.call(a)), "A waits on its hedge")
+
+				callA := w.call(a)
+				w.connect("P3", 1)
+				b := w.request("P3", "get b", rb)
+				require.Equal(t, a, b, "B's request has A's freed first ID")
+				callB := w.call(b)
+				require.NotEqual(t, callA, callB, "two calls, two handles")
+
+				require.True(t, w.h.Withdraw(callA))
+				require.False(t, w.h.Withdraw(callA), "withdrawn once")
+				require.NoError(t, w.s.Deliver("P2", hedgeOfA, "a from P2"))
+				require.NoError(t, w.s.Deliver("P3", b, "b from P3"))
+				w.advance(0)
+				require.Empty(t, ra.of(callA), "A was withdrawn")
+				require.Equal(t, []string{"response from P3: b from P3"}, rb.of(callB))
+				require.False(t, w.h.Withdraw(callB), "B has ended")
+				require.Zero(t, w.h.Stats().Live)
+			})
+		})
+	}
 }

@@ -26,8 +26,11 @@ type Options struct {
 	// to this connection alone: the scheduler calls it, under its own lock,
 	// until the peer disconnects, so it must not be shared with another
 	// peer, must return quickly, and must not call into the scheduler (see
-	// limit.Limiter). A panic in it is recovered and reported, and the
-	// peer keeps its limit. Nil means a limit.Vegas within Bounds.
+	// limit.Limiter). A panic in it is recovered and reported: one in
+	// Limit when ConnectWith first reads it refuses the connection
+	// (scheduler.ErrLimiterPanicked), and one later, in Observe or in the
+	// Limit read after it, leaves the peer the limit it had. Nil means a
+	// limit.Vegas within Bounds.
 	Limiter limit.Limiter
 	// Bounds are the bounds of the default Vegas limiter; they are ignored
 	// when Limiter is set. The zero Bounds means the defaults above.

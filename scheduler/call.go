@@ -59,12 +59,18 @@ type CallOptions struct {
 //     context.DeadlineExceeded, receiver.Disconnected or receiver.Refused),
 //     and from is the peer it was sent to. A request ended by Stop
 //     (receiver.Shutdown) matches ErrStopped as well.
-//   - ctx ended first: the error is ctx.Err() itself, unwrapped. If the
-//     call was still waiting for a channel its sender was withdrawn and
-//     nothing was sent; if its request was in flight, from is its peer and
-//     the request's receiver was withdrawn: the request keeps its channel
-//     until its response or its deadline comes, as WithdrawReceiver says.
-//     A send under way as ctx ends finishes and is withdrawn likewise.
+//   - ctx ended first: the error is ctx.Err() itself, unwrapped, and the
+//     call was withdrawn, so no outcome was lost. If the call was still
+//     waiting for a channel its sender was withdrawn and nothing was sent;
+//     if its request was in flight, from is its peer and the request's
+//     receiver was withdrawn (Stats counts the request in WithdrawnEnded
+//     when it ends): the request keeps its channel until its response or
+//     its deadline comes, as WithdrawReceiver says. A send under way as
+//     ctx ends is waited for (a host's Send does not block), and its
+//     request withdrawn likewise. If the scheduler took the request's
+//     answer (or its failure) before the withdrawal, ctx ending changes
+//     nothing: Call returns that outcome, as below, once the call's
+//     receiver has it, which may be after other callbacks have run.
 //   - The scheduler stopped while the call waited for a channel:
 //     ErrStopped.
 //   - The scheduler refused the sender (Schedule's errors) or the send
@@ -103,10 +109,12 @@ func (s *Scheduler) Call(ctx context.Context, priority int, message any, opts Ca
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		if !c.cancel(t) {
-			break // the outcome came first: it wins
+		if from, withdrawn := c.cancel(t); withdrawn {
+			return from, nil, ctx.Err()
 		}
-		return c.cancelledFrom(), nil, ctx.Err()
+		// The scheduler had taken the outcome before the withdrawal: it
+		// is on its way to the call's receiver, and it stands.
+		<-c.done
 	}
 	if c.quit {
 		// OnOffer failed the call and left the sender waiting: it goes.
@@ -126,7 +134,8 @@ type call struct {
 	mu sync.Mutex
 	// The following fields are guarded by mu.
 	state     callState
-	cancelled bool           // ctx ended; Call has returned
+	cancelled bool           // withdrawn after ctx ended: Call has returned ctx.Err()
+	sent      chan struct{}  // closed when the host's send, begun in state callSending, has returned
 	id        peer.RequestID // the request, once sent
 	to        peer.ID        // its peer
 	// The outcome, set once, before done is closed.
@@ -139,7 +148,8 @@ type call struct {
 type callState uint8
 
 const (
-	callWaiting  callState = iota // for a channel, in OnOffer too
+	callWaiting  callState = iota // for a channel, in OnOffer too until the send begins
+	callSending                   // the host's send is under way
 	callInFlight                  // the request was sent
 	callEnded                     // the outcome is set
 )
@@ -151,8 +161,8 @@ func (c *call) OnOffer(o offer.Offer) {
 		c.mu.Unlock()
 		return // ended, or withdrawn: decline
 	}
-	// The call stays waiting while OnOffer runs: cancel withdraws its
-	// sender either way, and its sender's callbacks never overlap, so no
+	// The call stays waiting while Pick runs: cancel withdraws its
+	// sender then, and its sender's callbacks never overlap, so no
 	// other OnOffer can begin meanwhile.
 	c.mu.Unlock()
 
@@ -169,27 +179,43 @@ func (c *call) OnOffer(o offer.Offer) {
 		return
 	}
 	ch, _ := o.Channel(i)
+	c.mu.Lock()
+	if c.cancelled {
+		c.mu.Unlock()
+		return // withdrawn while Pick ran: send nothing
+	}
+	// From here until the send returns, cancel waits for it: only then
+	// is it known whether a request exists, and whether its outcome is
+	// already on its way.
+	c.state, c.sent = callSending, make(chan struct{})
+	c.mu.Unlock()
+	returned := false
+	defer func() {
+		if !returned { // the host's send called runtime.Goexit: nothing was sent
+			c.mu.Lock()
+			c.state = callWaiting
+			close(c.sent)
+			c.mu.Unlock()
+		}
+	}()
 	id, err := o.Send(i, offer.Request{Message: c.message, Receiver: c, Timeout: timeout, Expect: c.opts.Expect})
+	returned = true
 
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer close(c.sent)
 	switch {
 	case err == nil:
 		c.state, c.id, c.to = callInFlight, id, ch.Peer
-		if c.cancelled {
-			// Withdrawn while the host sent it: the request goes on
-			// without its receiver.
-			c.mu.Unlock()
-			c.s.WithdrawReceiver(id)
-			return
-		}
 	case errors.Is(err, offer.ErrExpired), errors.Is(err, offer.ErrPeerGone), errors.Is(err, offer.ErrPeerAtLimit):
 		// Withdrawn, or the channel went: the next offer, if any, will do.
+		c.state = callWaiting
 		c.s.waitForOpening()
 	default:
+		c.state = callWaiting
 		c.quit = true
 		c.endLocked("", nil, err)
 	}
-	c.mu.Unlock()
 }
 
 // OnDiscard ends the call: the scheduler stopped while it waited.
@@ -215,8 +241,9 @@ func (c *call) end(from peer.ID, response any, err error) {
 	c.mu.Unlock()
 }
 
-// endLocked sets the call's outcome, unless it has one or was cancelled.
-// Caller holds c.mu.
+// endLocked sets the call's outcome, unless it has one or was withdrawn
+// (then nothing was sent, or its receiver was taken away, and only a
+// discard can still come). Caller holds c.mu.
 func (c *call) endLocked(from peer.ID, response any, err error) {
 	if c.state == callEnded || c.cancelled {
 		return
@@ -225,35 +252,48 @@ func (c *call) endLocked(from peer.ID, response any, err error) {
 	close(c.done)
 }
 
-// cancel withdraws the call, ticket t, after its context ended, and
-// reports whether it did; false means its outcome had come, and stands.
-func (c *call) cancel(t offer.Ticket) bool {
-	c.mu.Lock()
-	if c.state == callEnded {
-		c.mu.Unlock()
-		return false
+// cancel withdraws the call, ticket t, after its context ended. withdrawn
+// reports whether it did: then nothing of the call's will reach it any
+// more, and from is the peer its request went to, if one was sent. False
+// means the scheduler had taken the call's outcome first: it has been
+// set, or its receiver's call is owed and will set it.
+//
+// A send under way is waited for (the host's Send does not block): until
+// it returns, whether a request exists, and whether an answer that came
+// during it was taken, is not known.
+func (c *call) cancel(t offer.Ticket) (from peer.ID, withdrawn bool) {
+	for {
+		c.mu.Lock()
+		switch c.state {
+		case callEnded:
+			c.mu.Unlock()
+			return "", false
+		case callSending:
+			sent := c.sent
+			c.mu.Unlock()
+			<-sent
+		case callInFlight:
+			id, to := c.id, c.to
+			c.mu.Unlock()
+			// WithdrawReceiver decides, under the scheduler's lock, which
+			// came first: false means the request has ended, and its
+			// outcome is queued for the call's receiver.
+			if !c.s.WithdrawReceiver(id) {
+				return "", false
+			}
+			c.mu.Lock()
+			c.cancelled = true
+			c.mu.Unlock()
+			return to, true
+		default: // waiting: no send has begun, and none will
+			c.cancelled = true
+			c.mu.Unlock()
+			// The sender goes (an offer running now expires). If it had
+			// left already, it was discarded (Stop), which sent nothing.
+			c.s.WithdrawSender(t)
+			return "", true
+		}
 	}
-	c.cancelled = true
-	state, id := c.state, c.id
-	c.mu.Unlock()
-	switch state {
-	case callInFlight:
-		c.s.WithdrawReceiver(id)
-	default:
-		// Waiting, or in OnOffer: the sender goes (an offer running now
-		// expires), and a send that had begun is withdrawn by OnOffer
-		// once it returns.
-		c.s.WithdrawSender(t)
-	}
-	return true
-}
-
-// cancelledFrom returns the peer the cancelled call's request went to, if
-// it was sent.
-func (c *call) cancelledFrom() peer.ID {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.to
 }
 
 // waitForOpening makes the open offer's end, if its sender sends nothing,

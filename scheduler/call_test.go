@@ -8,6 +8,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -172,39 +173,144 @@ func TestCallCancelledInFlight(t *testing.T) {
 	})
 }
 
-// A context that ends while the host's Send is under way: the send
-// finishes, and its request goes on without a receiver.
+// A context that ends while the host's Send is under way: Call waits for
+// the send, and its request goes on without a receiver.
 func TestCallCancelledDuringTheSend(t *testing.T) {
 	inEachMode(t, Config{}, func(w *world) {
 		ctx, cancel := context.WithCancel(context.Background())
 		a := w.connect("A", 1)
-		out := make(chan callResult, 1)
-		var during callResult
-		a.onSend = func(peer.RequestID, any) {
-			cancel()
-			if !w.s.inline {
-				// Call returns while the send goes on. (Inline, the
-				// send runs on Call's own goroutine, inside Schedule.)
-				during = <-out
-			}
-		}
-		go func() {
-			from, response, err := w.s.Call(ctx, 0, "ping", CallOptions{Timeout: time.Second})
-			out <- callResult{from, response, err}
-		}()
-		var r callResult
-		if w.s.inline {
-			r = w.mustReturn(out)
-		} else {
-			w.settle()
-			r = during
-		}
+		a.onSend = func(peer.RequestID, any) { cancel() }
+		r := w.mustReturn(goCall(ctx, w.s, "ping", CallOptions{Timeout: time.Second}))
 		require.Same(t, context.Canceled, r.err)
+		require.Equal(t, peer.ID("A"), r.from, "the request went to A")
 		st := w.s.Stats()
 		require.Equal(t, 1, st.RequestsInFlight)
 		require.Zero(t, st.SendersWaiting)
 		require.NoError(t, w.s.Deliver("A", peer.RequestID(a.sends()[0].requestID), "pong"))
 		require.Equal(t, uint64(1), w.s.Stats().WithdrawnEnded, "withdrawn: no receiver was called")
+	})
+}
+
+// A response that comes while the host's Send is still under way, and a
+// context that ends then too: the scheduler takes the response when the
+// send returns, before Call could withdraw the request, so Call returns
+// it (issue 24, item 1).
+func TestCallCancelledDuringTheSendKeepsAnAnswerTaken(t *testing.T) {
+	inEachMode(t, Config{}, func(w *world) {
+		ctx, cancel := context.WithCancel(context.Background())
+		a := w.connect("A", 1)
+		sendReturning := make(chan struct{})
+		a.onSend = func(id peer.RequestID, _ any) {
+			defer close(sendReturning)
+			require.NoError(t, w.s.Deliver("A", id, "pong")) // held until the send returns
+			cancel()
+			synctest.Wait() // Call sees its context end while the send is under way
+		}
+		out := goCall(ctx, w.s, "ping", CallOptions{Timeout: time.Second})
+		<-sendReturning
+		r := w.mustReturn(out)
+		require.NoError(t, r.err)
+		require.Equal(t, "pong", r.response)
+		require.Equal(t, peer.ID("A"), r.from)
+		st := w.s.Stats()
+		require.Equal(t, uint64(1), st.Succeeded)
+		require.Zero(t, st.WithdrawnEnded)
+	})
+}
+
+// callbackBlocker is a receiver whose OnResponse holds the callback
+// goroutine (or, inline, the goroutine running the callbacks) until
+// release is closed.
+type callbackBlocker struct{ entered, release chan struct{} }
+
+func newCallbackBlocker() *callbackBlocker {
+	return &callbackBlocker{entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (b *callbackBlocker) OnResponse(peer.RequestID, peer.ID, any) {
+	close(b.entered)
+	<-b.release
+}
+
+func (b *callbackBlocker) OnFailure(peer.RequestID, peer.ID, receiver.Reason) {}
+
+// The scheduler takes a Call's response while the callbacks are busy with
+// another receiver, and the Call's context ends before its receiver is
+// called: the response was accepted (Deliver returned nil, Succeeded
+// counts it), so Call returns it once the callbacks get to it, and does not
+// return ctx.Err() (issue 24, item 1). Had the context ended before the
+// response, the receiver would have been withdrawn instead
+// (TestCallCancelledInFlight).
+func TestCallKeepsAResponseTakenBeforeItsContextEnded(t *testing.T) {
+	inEachMode(t, Config{}, func(w *world) {
+		a := w.connect("A", 2)
+		blocker := newCallbackBlocker()
+		var release sync.Once
+		defer release.Do(func() { close(blocker.release) }) // also if the test fails first
+		var ids []peer.RequestID
+		_, err := w.s.Schedule(&script{onOffer: sendFirst(blocker, time.Second, &ids)}, 0)
+		require.NoError(t, err)
+		w.settle()
+		require.Len(t, ids, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		out := goCall(ctx, w.s, "ping", CallOptions{Timeout: time.Second})
+		w.mustWait(out)
+		sent := a.sends()
+		require.Len(t, sent, 2)
+
+		// The blocker's answer holds the callbacks: on the callback
+		// goroutine, or inline on the goroutine of its Deliver.
+		go func() { _ = w.s.Deliver("A", ids[0], "hold") }()
+		<-blocker.entered
+		require.NoError(t, w.s.Deliver("A", peer.RequestID(sent[1].requestID), "pong"), "the scheduler takes the answer")
+		cancel()
+		synctest.Wait() // not settle: the callbacks are held
+		select {
+		case r := <-out:
+			t.Fatalf("Call returned %+v before its receiver had the answer", r)
+		default:
+		}
+
+		release.Do(func() { close(blocker.release) })
+		r := w.mustReturn(out)
+		require.NoError(t, r.err, "the answer the scheduler took is not thrown away")
+		require.Equal(t, "pong", r.response)
+		require.Equal(t, peer.ID("A"), r.from)
+		st := w.s.Stats()
+		require.Equal(t, uint64(2), st.Succeeded)
+		require.Zero(t, st.WithdrawnEnded)
+	})
+}
+
+// The same race, many times over with the answer and the context's end
+// on two goroutines: whichever comes first, Call returns exactly what
+// happened. Either the answer (Succeeded counts it) or ctx.Err() with the
+// receiver withdrawn (WithdrawnEnded counts the request when it ends).
+func TestCallRaceOfAnswerAndCancelIsConsistent(t *testing.T) {
+	inEachMode(t, Config{}, func(w *world) {
+		a := w.connect("A", 1)
+		for i := range 50 {
+			ctx, cancel := context.WithCancel(context.Background())
+			out := goCall(ctx, w.s, i, CallOptions{Timeout: time.Second})
+			w.mustWait(out)
+			sent := a.sends()
+			id := peer.RequestID(sent[len(sent)-1].requestID)
+			before := w.s.Stats()
+			delivered := make(chan error, 1)
+			go func() { delivered <- w.s.Deliver("A", id, i) }()
+			go cancel()
+			r := w.mustReturn(out)
+			if r.err == nil {
+				require.Equal(t, i, r.response)
+			} else {
+				require.Same(t, context.Canceled, r.err)
+			}
+			require.NoError(t, <-delivered)
+			w.settle()
+			st := w.s.Stats()
+			require.Equal(t, r.err == nil, st.Succeeded == before.Succeeded+1, "round %d: %+v", i, r)
+			require.Equal(t, r.err != nil, st.WithdrawnEnded == before.WithdrawnEnded+1, "round %d: %+v", i, r)
+		}
 	})
 }
 

@@ -257,8 +257,7 @@ func (s *Scheduler) invoke(c *callback) {
 			c.receiver.(receiver.SlowReceiver).OnSlow(c.id, c.from)
 		}
 	case callReport:
-		p := c.response.(*peerpool.LimiterPanic)
-		s.log.Error("peersched: recovered a panic in user code", "in", c.kind.String(), "panic", p.Value, "stack", string(p.Stack))
+		s.logLimiterPanic(c.response.(*peerpool.LimiterPanic))
 	}
 	returned = true
 }
@@ -295,6 +294,12 @@ func (s *Scheduler) userCodeDidNotReturn(where string, value any) {
 		return
 	}
 	s.logPanic(where, value)
+}
+
+// logLimiterPanic reports a panic that a peer's Limiter raised, which the
+// pool recovered, with the stack where it was raised.
+func (s *Scheduler) logLimiterPanic(p *peerpool.LimiterPanic) {
+	s.log.Error("peersched: recovered a panic in user code", "in", callReport.String(), "panic", p.Value, "stack", string(p.Stack))
 }
 
 func (s *Scheduler) logPanic(where string, value any) {

@@ -42,6 +42,11 @@ var (
 	// ErrSendPanicked wraps a panic raised by the host's Peer.Send; the send
 	// is treated as failed.
 	ErrSendPanicked = errors.New("peersched: peer send panicked")
+	// ErrLimiterPanicked: ConnectWith's first read of the peer's
+	// limit.Limiter (its Limit) panicked, so the peer has no limit to
+	// start from and is not connected. The panic is logged and counted,
+	// as every recovered panic is.
+	ErrLimiterPanicked = errors.New("peersched: peer's limiter panicked")
 )
 
 // prefix begins the message of every error this package and peer, offer

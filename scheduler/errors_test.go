@@ -64,6 +64,7 @@ func TestErrorsNameTheirPackageOnce(t *testing.T) {
 		w.connect("B", 1)
 		note("Connect twice", s.Connect(&hostPeer{id: "A"}, 1), peer.ErrAlreadyConnected)
 		note("ConnectWith bad bounds", s.ConnectWith(&hostPeer{id: "Z"}, peer.Options{Bounds: limit.Bounds{Min: 3, Start: 2, Max: 1}}), limit.ErrBadBounds)
+		note("ConnectWith limiter panics", s.ConnectWith(&hostPeer{id: "Z"}, peer.Options{Limiter: &trapLimiter{limit: 1, panicIn: "Limit"}}), ErrLimiterPanicked)
 		note("Disconnect unknown", s.Disconnect("Z"), peer.ErrUnknownPeer)
 
 		// Senders.

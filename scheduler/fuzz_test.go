@@ -353,6 +353,12 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 				b := limit.Bounds{Min: 1, Start: channels, Max: channels + 3}
 				connect, how = func() error { return sd.api.ConnectWith(p, peer.Options{Bounds: b}) }, " vegas"
 			case 3:
+				if kind>>2 >= 4 && kind>>2%4 == 0 {
+					// A limiter with no limit to give: refused (promise 12).
+					l := &trapLimiter{panicIn: "Limit"}
+					connect, how = func() error { return sd.api.ConnectWith(p, peer.Options{Limiter: l}) }, " trapped"
+					break
+				}
 				// Paced (promise 21), at a fixed limit: a Rate from the
 				// kind's high bits, the last of them not valid.
 				b := limit.Bounds{Min: channels, Start: channels, Max: channels}
@@ -1009,7 +1015,7 @@ var errClasses = []struct {
 	{"bad timeout", receiver.ErrBadTimeout}, {"too many requests", receiver.ErrTooManyRequests},
 	{"unknown request", receiver.ErrUnknownRequest}, {"wrong peer", receiver.ErrWrongPeer},
 	{"duplicate", receiver.ErrDuplicateResponse}, {"late", receiver.ErrLateResponse}, {"wrong type", receiver.ErrWrongResponseType},
-	{"send panicked", ErrSendPanicked}, {"refused", errRefused},
+	{"send panicked", ErrSendPanicked}, {"limiter panicked", ErrLimiterPanicked}, {"refused", errRefused},
 }
 
 // errClass names the sentinel an error wraps, so both sides' errors compare.
@@ -1414,6 +1420,9 @@ var fuzzSeeds = [][]byte{
 	// answered; passing while the host sends the request, reported after;
 	// reported slow, then timed out; withdrawn while slow.
 	extendedProgram(0, 0, 0, 0, 0, 0, connectFixedOp(1, 1), classedOp(0, 0, 0, 4), advanceOp(1), deliverOp(0)),
+	// A limiter that panics when its limit is first read: the peer is
+	// refused, and the same peer connects with a fixed limit after.
+	extendedProgram(0, 0, 0, 0, 0, 0, connectTrappedOp(1, 1), classedOp(0, 0, 0, 4), connectFixedOp(1, 1), deliverOp(0)),
 	extendedProgram(0, 0, 0, 0, 0, 0, connectFixedOp(1, 1, 6, 0, opByte(opAdvance), 1), classedOp(0, 0, 0, 4),
 		deliverOp(0)),
 	extendedProgram(0, 0, 0, 0, 0, 0, connectFixedOp(1, 2), classedOp(0, 0, 2, 4|1<<5), advanceOp(1),
@@ -1547,7 +1556,8 @@ var fuzzSeeds = [][]byte{
 // in-flight cap, and a rate if the second is 2 or 3 mod 4) and one for the
 // Classes (fuzzClasses, mod 3); its connects read one more byte, for the
 // peer's limit (mod 4: 1 driven by a fuzzLimiter whose plan length is the
-// byte's upper bits, 2 Vegas, else fixed), and its schedules one more, for
+// byte's upper bits, 2 Vegas, 3 with upper bits 0 mod 4 a limiter that
+// panics when its limit is first read, else fixed), and its schedules one more, for
 // the sender's class (mod the classes plus 2: 0 none, then each declared
 // class, then one that is not); and an operation byte that reads as a
 // delivery and has refusalBit set is the matching refusal (see opOf).
@@ -1667,6 +1677,12 @@ func connectFixedOp(peer, channels byte, hostPlan ...byte) []byte {
 
 func connectDrivenOp(peer, channels byte, limits []byte, hostPlan ...byte) []byte {
 	return slices.Concat(connectOp(peer, channels, hostPlan...), []byte{1 | byte(len(limits))<<2}, limits)
+}
+
+// connectTrappedOp connects a peer whose limiter panics when its limit is
+// first read: the connection is refused.
+func connectTrappedOp(peer, channels byte, hostPlan ...byte) []byte {
+	return append(connectOp(peer, channels, hostPlan...), 3|4<<2)
 }
 
 func connectVegasOp(peer, channels byte, hostPlan ...byte) []byte {

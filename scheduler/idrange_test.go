@@ -24,6 +24,7 @@ func sendOneTo(w *world, to peer.ID, rec receiver.Receiver, timeout time.Duratio
 	var ids []peer.RequestID
 	_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, timeout, &ids, to)}, 0)
 	require.NoError(w.t, err)
+	w.settle() // in either callback mode
 	require.Len(w.t, ids, 1, "the request was sent")
 	sent := w.peers[to].sends()
 	require.Equal(w.t, ids[0], sent[len(sent)-1].requestID, "the host sends the ID the receiver is told")
@@ -204,5 +205,77 @@ func TestPromise20_DisconnectAndStopReportRangedIDs(t *testing.T) {
 		require.False(t, w.s.WithdrawReceiver(b))
 		w.s.Stop()
 		require.Empty(t, rec.of(b), "withdrawn")
+	})
+}
+
+// TestPromise20_AnIDIsQuarantinedFromItsLastPeer: an ID is not issued
+// again to the peer its last request went to until that request's
+// deadline has passed by as long again as its timeout, so the peer's late
+// answer to the old request cannot complete the new one (issue 24, item
+// 4). With IDs 1 to 4: x (1) times out on A at 1s, and 2, 3 and 4 go to
+// B. A's next request is not given 1, quarantined for A until 2s, but 2,
+// last B's; A's late answer to x is late, and the new request waits for
+// its own. From 2s on, 1 may go to A again.
+func TestPromise20_AnIDIsQuarantinedFromItsLastPeer(t *testing.T) {
+	inEachMode(t, Config{RequestIDs: receiver.IDRange{Lo: 1, Hi: 5}}, func(w *world) {
+		w.connect("A", 1)
+		w.connect("B", 1)
+		rec := newOutcomes()
+		x := sendOneTo(w, "A", rec, time.Second)
+		require.Equal(t, peer.RequestID(1), x)
+		w.advance(time.Second)
+		w.settle()
+		require.Equal(t, []string{"failure from A: timeout"}, rec.of(x))
+		for want := peer.RequestID(2); want <= 4; want++ {
+			id := sendOneTo(w, "B", rec, time.Second)
+			require.Equal(t, want, id)
+			require.NoError(t, w.s.Deliver("B", id, "b"))
+			w.settle()
+		}
+
+		next := newOutcomes()
+		y := sendOneTo(w, "A", next, time.Second)
+		require.Equal(t, peer.RequestID(2), y, "1 is quarantined for A; 2 last went to B")
+		require.ErrorIs(t, w.s.Deliver("A", x, "A's late answer to x"), receiver.ErrLateResponse)
+		w.settle()
+		require.Empty(t, next.of(y), "the late answer completed nothing")
+		require.NoError(t, w.s.Deliver("A", y, "y"))
+		w.settle()
+		require.Equal(t, []string{"response from A: y"}, next.of(y))
+
+		// B's quarantines (until 2s) keep 3 and 4 from B but not from A;
+		// at 2s, x's ends, and 1 may go to A again.
+		w.advance(time.Second)
+		for want := peer.RequestID(3); want <= 5; want++ {
+			id := sendOneTo(w, "A", next, time.Second)
+			require.Equal(t, (want-1)%4+1, id)
+			require.NoError(t, w.s.Deliver("A", id, "a"))
+			w.settle()
+		}
+		require.Zero(t, w.s.Stats().RequestIDsReusedEarly)
+	})
+}
+
+// TestPromise20_ARangeTooSmallReusesAnIDEarlyAndCountsIt: with two IDs and
+// one peer, both quarantined for it, the next request is given the next ID
+// in order all the same, and Stats counts it: then, and only then, the
+// peer's late answer to the ID's last request completes the new one.
+func TestPromise20_ARangeTooSmallReusesAnIDEarlyAndCountsIt(t *testing.T) {
+	inEachMode(t, Config{RequestIDs: receiver.IDRange{Lo: 1, Hi: 3}}, func(w *world) {
+		w.connect("A", 1)
+		old, next := newOutcomes(), newOutcomes()
+		x := sendOneTo(w, "A", old, time.Second)
+		w.advance(time.Second)
+		y := sendOneTo(w, "A", old, time.Second)
+		require.NoError(t, w.s.Deliver("A", y, "y"))
+		w.settle()
+		require.Zero(t, w.s.Stats().RequestIDsReusedEarly)
+
+		reused := sendOneTo(w, "A", next, time.Second)
+		require.Equal(t, x, reused)
+		require.Equal(t, uint64(1), w.s.Stats().RequestIDsReusedEarly)
+		require.NoError(t, w.s.Deliver("A", x, "A's late answer to x"))
+		w.settle()
+		require.Equal(t, []string{"response from A: A's late answer to x"}, next.of(x), "what the count warns of")
 	})
 }

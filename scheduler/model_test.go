@@ -64,6 +64,8 @@ package scheduler
 //     included), and the time. A channel whose message
 //     ends reopens only if the peer is within its limit, and only then is
 //     it an opening; a higher limit that opens channels is one opening too.
+//     A limiter whose limit cannot be read at connect (it panics) is a
+//     refused connection: ErrLimiterPanicked, and one panic handled.
 //   - A request being sent (the host's Send has not returned) keeps the first
 //     outcome that comes for it and reports it when Send returns; if Send
 //     fails, the outcome is dropped and the receiver never called.
@@ -722,7 +724,11 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if err != nil {
 		return err
 	}
-	start := l.Limit()
+	start, panicked := readLimit(l)
+	if panicked {
+		m.st.PanicsHandled++
+		return ErrLimiterPanicked
+	}
 	id := p.ID()
 	switch {
 	case m.stopped:
@@ -740,6 +746,16 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	m.peerConnected(id)
 	m.want()
 	return nil
+}
+
+// readLimit reads l's limit, or reports that reading it panicked.
+func readLimit(l limit.Limiter) (n int, panicked bool) {
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	return l.Limit(), false
 }
 
 func (m *model) Disconnect(id peer.ID) error {

@@ -205,6 +205,18 @@ type Config struct {
 	// receiver.IDRange; the cursor goes round it in order, never issuing an
 	// outstanding ID). MaxRequests must not exceed its size; 0 then means
 	// the smaller of DefaultMaxRequests and the size.
+	//
+	// An answer names its request only by ID and peer, so an ID is not
+	// issued again to the peer its last request went to until that
+	// request's hard deadline has passed by as long again as its timeout
+	// (its quarantine); it may go to another peer before, whose answers
+	// alone can complete it. If every ID not outstanding is quarantined
+	// for a request's peer, the range is too small for the traffic: the
+	// next such ID in order is issued all the same, and
+	// Stats.RequestIDsReusedEarly counts it. The quarantine is kept per
+	// block of IDs, at most 16,384 blocks (48 bytes each), so in a range of
+	// more IDs than that an ID may stay quarantined longer than its own
+	// request needs, never shorter.
 	RequestIDs receiver.IDRange
 	// Budget caps the traffic of the whole application: messages in flight,
 	// messages per second and bytes per second (at the sizes senders
@@ -456,8 +468,15 @@ func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 // arms its timer for that instant) its channels are offered at once. A
 // send the host refuses gives its charge back.
 //
+// A panic in the Limiter's Limit when ConnectWith first reads it is
+// recovered, logged and counted in Stats.PanicsHandled, as every panic in
+// a Limiter is, and the peer is not connected: ConnectWith returns
+// ErrLimiterPanicked. (A later panic, in Observe or in Limit after it,
+// leaves the peer its limit: see peer.Options.)
+//
 // It fails, changing nothing, with peer.ErrNilPeer, limit.ErrBadBounds,
-// limit.ErrBadRate, peer.ErrAlreadyConnected or ErrStopped.
+// limit.ErrBadRate, ErrLimiterPanicked, peer.ErrAlreadyConnected or
+// ErrStopped.
 func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if p == nil {
 		return peer.ErrNilPeer
@@ -470,7 +489,12 @@ func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if err != nil {
 		return err
 	}
-	start := l.Limit() // host code, perhaps: ask before taking any lock
+	start, panicked := peerpool.FirstLimit(l) // host code, perhaps: ask before taking any lock
+	if panicked != nil {
+		s.panics.Add(1)
+		s.logLimiterPanic(panicked)
+		return fmt.Errorf("%w: Limit, read at connect, panicked: %v", ErrLimiterPanicked, panicked.Value)
+	}
 	return s.connect(p, func(id peer.ID) (peerpool.Ref, error) {
 		ref, err := s.pool.ConnectLimited(p, id, l, start)
 		if err == nil && pacer != nil {

@@ -23,7 +23,13 @@ type Stats struct {
 
 	Counters
 	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks and host sends
-	Stopped       bool
+	// RequestIDsReusedEarly counts the request IDs issued to a peer while
+	// still quarantined for it, Config.RequestIDs being too small for
+	// the traffic (see Config.RequestIDs): a late answer from that peer to
+	// the ID's last request could complete the new one. Always 0 without
+	// a range.
+	RequestIDsReusedEarly uint64
+	Stopped               bool
 }
 
 // Stats returns a snapshot of the scheduler's state and counters.
@@ -42,6 +48,8 @@ func (s *Scheduler) Stats() Stats {
 		Counters:         s.counts.counters(),
 		PanicsHandled:    s.panics.Load(),
 		Stopped:          s.stopped,
+
+		RequestIDsReusedEarly: s.table.ReusedEarly(),
 	}
 }
 

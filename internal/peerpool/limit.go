@@ -66,6 +66,18 @@ func observe(l limit.Limiter, s limit.Sample) (n int, p *LimiterPanic) {
 	return l.Limit(), nil
 }
 
+// FirstLimit reads l's limit before the peer it decides for is connected
+// (see ConnectLimited), recovering a panic, which it returns instead: a
+// host's Limiter must not be able to panic out of the scheduler.
+func FirstLimit(l limit.Limiter) (n int, p *LimiterPanic) {
+	defer func() {
+		if v := recover(); v != nil {
+			p = &LimiterPanic{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return l.Limit(), nil
+}
+
 // setLimit gives the peer in slot, whose record is r, the limit n.
 func (pl *Pool) setLimit(slot int32, r *record, n int32) {
 	if n == r.limit {

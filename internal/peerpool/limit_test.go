@@ -155,3 +155,20 @@ func TestConnectLimitedRejectsBadInput(t *testing.T) {
 	require.Equal(t, 1, pl.Len())
 	require.Equal(t, 1, pl.Close(ref))
 }
+
+// limitPanics is a Limiter whose Limit panics.
+type limitPanics struct{}
+
+func (limitPanics) Limit() int           { panic("no limit to give") }
+func (limitPanics) Observe(limit.Sample) {}
+
+func TestFirstLimitRecoversAPanic(t *testing.T) {
+	n, p := FirstLimit(&setLimiter{limit: 3})
+	require.Equal(t, 3, n)
+	require.Nil(t, p)
+	n, p = FirstLimit(limitPanics{})
+	require.Zero(t, n)
+	require.NotNil(t, p)
+	require.Equal(t, "no limit to give", p.Value)
+	require.Contains(t, string(p.Stack), "peerpool.limitPanics.Limit")
+}

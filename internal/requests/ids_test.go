@@ -1,12 +1,14 @@
 package requests
 
 import (
+	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/peersched/peersched/internal/peerpool"
+	"github.com/peersched/peersched/internal/race"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 )
@@ -164,4 +166,85 @@ func TestRangedIDsWhenEveryIDIsRemembered(t *testing.T) {
 	require.Equal(t, b, d)
 	require.Equal(t, 2, tab.Len())
 	require.Panics(t, func() { tab.Add(nobody, refs["A"], 0, time.Hour, Terms{}, nil) }, "more requests than IDs")
+}
+
+// The quarantine's end: the deadline passed by as long again as the
+// timeout, without overflow.
+func TestQuarantineEnd(t *testing.T) {
+	for _, c := range []struct{ now, timeout, want time.Duration }{
+		{0, time.Second, 2 * time.Second},
+		{5 * time.Second, time.Second, 7 * time.Second},
+		{time.Second, math.MaxInt64 / 2, math.MaxInt64},
+		{math.MaxInt64 - 1, 1, math.MaxInt64},
+	} {
+		require.Equal(t, c.want, quarantineEnd(c.now, c.timeout), "%v after %v", c.timeout, c.now)
+	}
+}
+
+// TestRangedIDsQuarantineBlocks: the quarantine keeps at most
+// quarantineBlocks records, of one ID each in a range that small; in a
+// larger range a block's IDs share one record, and a block whose earlier
+// requests went to several peers, and may still be answered, is passed
+// over for every peer.
+func TestRangedIDsQuarantineBlocks(t *testing.T) {
+	for _, c := range []struct {
+		size              uint64
+		blockSize, blocks uint64
+	}{
+		{2, 1, 2},
+		{quarantineBlocks, 1, quarantineBlocks},
+		{quarantineBlocks + 1, 2, quarantineBlocks/2 + 1},
+		{1<<32 - 1<<24, 1<<18 - 1<<10, quarantineBlocks},
+		{math.MaxUint64 - 1, 1 << 50, quarantineBlocks},
+	} {
+		s := newIDSpace(receiver.IDRange{Lo: 1, Hi: 1 + c.size})
+		require.Equal(t, c.blockSize, s.blockSize, "size %d", c.size)
+		require.Equal(t, c.blocks, uint64(len(s.blocks)), "size %d", c.size)
+	}
+
+	// Blocks of two IDs: 1 and 2 share one.
+	size := uint64(2 * quarantineBlocks)
+	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 1, Hi: 1 + size}, "A", "B", "C")
+	issue := func(to peer.ID) peer.RequestID {
+		id := tab.Add(nobody, refs[to], 0, time.Second, Terms{}, nil)
+		tab.Sent(id)
+		_, ended, err := tab.Respond(id, to, nil)
+		require.NoError(t, err)
+		require.True(t, ended)
+		return id
+	}
+	require.Equal(t, peer.RequestID(1), issue("A"))
+	require.Equal(t, peer.RequestID(2), issue("B"))
+	for want := peer.RequestID(3); want <= peer.RequestID(size); want++ {
+		require.Equal(t, want, issue("C"))
+	}
+	require.Equal(t, peer.RequestID(3), issue("A"), "1 and 2 went to two peers: their block is passed over; 3 went to C")
+	require.Equal(t, peer.RequestID(4), issue("A"), "its block-mate went to C too: what this pass issued from the block does not count until the next")
+	require.Zero(t, tab.ReusedEarly())
+}
+
+// TestRangedIDsAllocateNothingPerRequest: in steady state the quarantine
+// adds no allocation to a request's life with a range of IDs. (The map of
+// remembered IDs, whose keys keep changing, costs about one per request of
+// its own, as it did before the quarantine.)
+func TestRangedIDsQuarantineAllocatesNothing(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates for its own bookkeeping")
+	}
+	tab, refs := rangedFixture(t, receiver.IDRange{Lo: 1 << 24, Hi: 1 << 32}, "A", "B")
+	now := time.Duration(0)
+	step := func() {
+		for _, to := range []peer.ID{"A", "B"} {
+			id := tab.Add(nobody, refs[to], now, time.Second, Terms{}, nil)
+			tab.Sent(id)
+			if _, _, err := tab.Respond(id, to, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now += time.Millisecond
+	}
+	for range 1000 {
+		step()
+	}
+	require.LessOrEqual(t, testing.AllocsPerRun(1000, step), 2.0, "two requests a step: the map's one each, and nothing more")
 }

@@ -139,8 +139,10 @@ func (f *Finished) Answered() bool { return f.Reason == 0 && !f.Notification }
 
 // SetIDRange makes the table issue request IDs from r instead of its slots'
 // 64-bit handles (see IDRange), or from all 64 bits again for the zero
-// IDRange. r must be valid (see IDRange.Validate), and the caller must keep
-// the requests outstanding fewer than r.Size(). Call it before the first Add.
+// IDRange. An ID of r is quarantined from the peer its last request went
+// to (see idSpace; ReusedEarly counts the exceptions). r must be valid (see
+// IDRange.Validate), and the caller must keep the requests outstanding
+// fewer than r.Size(). Call it before the first Add.
 func (t *Table) SetIDRange(r receiver.IDRange) {
 	t.ids = nil
 	if !r.IsZero() {
@@ -176,12 +178,13 @@ func (t *Table) Register(ref peerpool.Ref, id peer.ID) {
 // with ErrWrongResponseType and leaves the request as it was. A nil expect
 // accepts any response. The peer must be registered.
 func (t *Table) Add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Duration, terms Terms, expect reflect.Type) peer.RequestID {
-	_, id := t.add(r, ref, now, timeout, terms, expect)
+	_, id := t.add(r, ref, now, timeout, timeout, terms, expect)
 	return id
 }
 
-// add is Add, returning the request's slot handle beside its ID.
-func (t *Table) add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Duration, terms Terms, expect reflect.Type) (slab.Handle, peer.RequestID) {
+// add is Add, returning the request's slot handle beside its ID; the slot
+// is armed for timeout, and hard is the request's last deadline.
+func (t *Table) add(r receiver.Receiver, ref peerpool.Ref, now, timeout, hard time.Duration, terms Terms, expect reflect.Type) (slab.Handle, peer.RequestID) {
 	h, e := t.slab.AllocArmed(now, timeout)
 	// Field by field, not *e = entry{...}: a whole-struct store of a type
 	// with pointers goes through typedmemmove. lastEnd is kept: while the
@@ -196,7 +199,8 @@ func (t *Table) add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Dur
 		return h, peer.RequestID(h)
 	}
 	t.ids.forget(h.Slot())
-	return h, peer.RequestID(t.ids.issue(h, func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
+	key := t.ids.peerKey(t.owners[e.peer].id)
+	return h, peer.RequestID(t.ids.issue(h, key, now, quarantineEnd(now, hard), func(old slab.Handle) bool { return t.slab.Get(old) != nil }))
 }
 
 // AddSoft is Add for a request with two deadlines: soft after now, at which
@@ -205,7 +209,7 @@ func (t *Table) add(r receiver.Receiver, ref peerpool.Ref, now, timeout time.Dur
 // table keeps 24 bytes more per slot for them, in a slice beside, made when
 // the first such request comes.
 func (t *Table) AddSoft(r receiver.Receiver, ref peerpool.Ref, now, soft, hard time.Duration, terms Terms, expect reflect.Type) peer.RequestID {
-	h, id := t.add(r, ref, now, soft, terms, expect)
+	h, id := t.add(r, ref, now, soft, hard, terms, expect)
 	slot := int(h.Slot())
 	for len(t.soft) <= slot {
 		t.soft = append(t.soft, softState{})
@@ -571,6 +575,16 @@ func (t *Table) Withdraw(id peer.RequestID) bool {
 	}
 	e.receiver = nil
 	return true
+}
+
+// ReusedEarly returns how many request IDs of the table's range were issued
+// to a peer before their quarantine for it had ended, the range being too
+// small for the traffic (see SetIDRange); always 0 without a range.
+func (t *Table) ReusedEarly() uint64 {
+	if t.ids == nil {
+		return 0
+	}
+	return t.ids.reusedEarly
 }
 
 // Visited returns how many messages FailPeer has looked at so far: the work

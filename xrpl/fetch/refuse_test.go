@@ -11,6 +11,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/peersched/peersched/hedge"
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/receiver"
 	"github.com/peersched/peersched/scheduler"
@@ -42,7 +43,7 @@ func TestARefusalPutsTheHashesBack(t *testing.T) {
 		b.mu.Unlock()
 
 		// ask sends the waiting hash to the peer to, as a request in flight.
-		ask := func(id peer.RequestID, to peer.ID) *request {
+		ask := func(id hedge.CallID, to peer.ID) *request {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			hashes := b.front.take(nil, 1, to, true)

@@ -63,7 +63,7 @@ func runFetch(ctx context.Context, s *scheduler.Scheduler, cfg Config, started f
 	b.mu.Lock()
 	b.finished = true
 	queued, ticket := b.queued, b.ticket
-	ids := make([]peer.RequestID, 0, len(b.inFlight))
+	ids := make([]hedge.CallID, 0, len(b.inFlight))
 	for id := range b.inFlight {
 		ids = append(ids, id)
 	}
@@ -102,16 +102,16 @@ type bulk struct {
 	sched *scheduler.Scheduler
 
 	// The following fields are guarded by mu.
-	queued   bool         // the sender is in the scheduler's queue
-	declined bool         // ...and declined its last offer
-	ticket   offer.Ticket // its ticket; 0 while Run's first Schedule has not returned
-	gen      uint64       // bumped whenever the queued sender changes
-	poke     bool         // a wake-up came while the ticket was unknown
-	avoiding []peer.ID    // the Avoid the queued sender was scheduled with (see avoidLocked)
-	inFlight map[peer.RequestID]*request
-	slow     []*request // past their soft deadlines, not hedged yet (see tail.go)
-	offered  []peer.ID  // scratch for OnOffer: the peer of each channel
-	order    []int      // scratch for OnOffer: channel indices in the order tried
+	queued   bool                      // the sender is in the scheduler's queue
+	declined bool                      // ...and declined its last offer
+	ticket   offer.Ticket              // its ticket; 0 while Run's first Schedule has not returned
+	gen      uint64                    // bumped whenever the queued sender changes
+	poke     bool                      // a wake-up came while the ticket was unknown
+	avoiding []peer.ID                 // the Avoid the queued sender was scheduled with (see avoidLocked)
+	inFlight map[hedge.CallID]*request // by the Hedger's name for each
+	slow     []*request                // past their soft deadlines, not hedged yet (see tail.go)
+	offered  []peer.ID                 // scratch for OnOffer: the peer of each channel
+	order    []int                     // scratch for OnOffer: channel indices in the order tried
 
 	hedger *hedge.Hedger // sends every request, and hedges them at the tail
 	// hedgeAvoid is the peers the judge penalised when hedgeSlowLocked last
@@ -129,7 +129,7 @@ var objectsType = reflect.TypeFor[ledger.Objects]()
 // the failure when both its requests have failed).
 type request struct {
 	b      *bulk
-	id     peer.RequestID
+	id     hedge.CallID
 	to     peer.ID
 	hashes []ledger.Hash
 	sentAt time.Time
@@ -140,7 +140,7 @@ type request struct {
 
 // newBulk returns the sender of a fetch through s, cfg checked.
 func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
-	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[peer.RequestID]*request)}
+	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[hedge.CallID]*request)}
 	h, err := hedge.NewHedger(judgedScheduler{s, b}, newHedgeBudget(cfg), hedge.Options{Priority: cfg.Priority})
 	if err != nil {
 		panic(fmt.Sprintf("fetch: hedge.NewHedger refuses a scheduler: %v", err)) // s is not nil

@@ -3,6 +3,7 @@ package fetch
 import (
 	"time"
 
+	"github.com/peersched/peersched/hedge"
 	"github.com/peersched/peersched/peer"
 )
 
@@ -20,7 +21,7 @@ import (
 
 // WantHedge keeps the slow request for hedgeSlowLocked, which hedges it at
 // once if nothing waits to be asked. Implements hedge.Receiver.
-func (r *request) WantHedge(peer.RequestID, peer.ID) bool {
+func (r *request) WantHedge(hedge.CallID, peer.ID) bool {
 	b := r.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -34,7 +35,7 @@ func (r *request) WantHedge(peer.RequestID, peer.ID) bool {
 
 // OnHedge counts the hedge, sent to to: a request of the fetch's, in
 // flight at to until the request ends. Implements hedge.Receiver.
-func (r *request) OnHedge(_ peer.RequestID, to peer.ID) {
+func (r *request) OnHedge(_ hedge.CallID, to peer.ID) {
 	b := r.b
 	now := b.cfg.Clock.Now()
 	b.mu.Lock()

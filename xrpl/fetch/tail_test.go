@@ -9,7 +9,6 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/hedge"
-	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/xrpl/ledger"
 	"github.com/peersched/peersched/xrpl/penalty"
@@ -68,7 +67,7 @@ func TestHedgesWaitForTheTail(t *testing.T) {
 		b.mu.Lock()
 		b.front.take(nil, 1, "elsewhere", true)
 		b.wakeLocked()
-		order := make([]peer.RequestID, 0, 4)
+		order := make([]hedge.CallID, 0, 4)
 		for _, r := range b.slow {
 			order = append(order, r.id)
 		}
