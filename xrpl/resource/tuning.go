@@ -19,16 +19,6 @@ const (
 // the query that arrives now.
 func Busy(queued int) bool { return queued >= DropSendQueue }
 
-// QueryFee is what a TMGetObjectByHash query costs its sender at a peer
-// whose send queue holds queued messages: FeeQuery, or FeeTrivial for one
-// the peer drops because it is busy.
-func QueryFee(queued int) Fee {
-	if Busy(queued) {
-		return FeeTrivial
-	}
-	return FeeQuery
-}
-
 // Truncate returns the first MaxReplyObjects of a reply's n objects: how
 // many a peer sends, and how many it leaves out.
 func Truncate(n int) (kept, cut int) {

@@ -10,18 +10,14 @@ func TestBusy(t *testing.T) {
 	for _, tc := range []struct {
 		queued int
 		busy   bool
-		fee    resource.Fee
 	}{
-		{0, false, resource.FeeQuery},
-		{191, false, resource.FeeQuery},
-		{192, true, resource.FeeTrivial},
-		{1000, true, resource.FeeTrivial},
+		{0, false},
+		{191, false},
+		{192, true},
+		{1000, true},
 	} {
 		if got := resource.Busy(tc.queued); got != tc.busy {
 			t.Errorf("Busy(%d) = %v, want %v", tc.queued, got, tc.busy)
-		}
-		if got := resource.QueryFee(tc.queued); got != tc.fee {
-			t.Errorf("QueryFee(%d) = %d, want %d", tc.queued, got, tc.fee)
 		}
 	}
 }
