@@ -17,7 +17,10 @@ type linkHost struct {
 }
 
 func (h *linkHost) Connect(p peer.Peer, _ int) error { h.connects = append(h.connects, p); return nil }
-func (h *linkHost) Disconnect(id peer.ID) error      { h.disconnects = append(h.disconnects, id); return nil }
+func (h *linkHost) Disconnect(id peer.ID) error {
+	h.disconnects = append(h.disconnects, id)
+	return nil
+}
 func (h *linkHost) Deliver(peer.ID, peer.RequestID, any) error {
 	return nil
 }
