@@ -108,11 +108,15 @@ type Config struct {
 	// Penalty sets how the fetch judges peers by their answers (package
 	// penalty): a peer whose answer is mostly missing or corrupt objects
 	// gets no request until its back-off ends (doubling with each such
-	// answer in a row, with jitter seeded by Penalty.Seed), and after
-	// Penalty.Strikes of them in a row, if most objects it was asked for
-	// were bad, it is useless: the fetch sends it nothing more, names it in
-	// Report.Useless (and in the IncompleteError) with the reason, and
-	// calls Disconnect. The zero value uses package penalty's defaults.
+	// answer in a row up to Penalty.MaxBackoff, with jitter seeded by
+	// Penalty.Seed), and is asked again when it ends. Missing objects only
+	// ever bench a peer: one that lacks them may be behind, and will have
+	// them later (a peer that has lacked every object asked of it is named
+	// in Report.Lacking). After Penalty.Strikes such answers in a row, if
+	// most objects it sent were corrupt, it lies, and is useless: the fetch
+	// sends it nothing more, names it in Report.Useless (and in the
+	// IncompleteError) with the reason, and calls Disconnect. The zero
+	// value uses package penalty's defaults.
 	Penalty penalty.Config
 	// Disconnect, if set, is called once for each peer the fetch judges
 	// useless, with the reason (a *penalty.UselessError), so that the host

@@ -19,12 +19,14 @@
 //     hedge.Hedger: at the tail, when nothing waits to be asked, a request
 //     past its soft deadline is hedged, asked again of another peer by the
 //     Hedger's own sender, as far as its budget allows (5% of the requests
-//     by default); the first answer wins and the other request is
-//     withdrawn. The fetch decides only when a slow request is worth a
+//     by default), never of a peer the fetch's judge benches or has judged
+//     useless when the hedge is asked for; the first answer wins and the
+//     other request is withdrawn. The fetch decides only when a slow request is worth a
 //     hedge (at the tail); the scheduler says when it is slow, and the
 //     Hedger sends the hedge and picks the answer.
 //   - Peerset is the pattern the scheduler replaces, kept for comparison: a
-//     fixed set of two peers, widened by one only after a request times out,
+//     fixed set of two peers, widened by one only after a request times out
+//     or a peer of the set strikes out (see Peerset),
 //     with its own request IDs and its own timer per request, sending straight
 //     to peer.Peer.Send.
 //
@@ -33,12 +35,17 @@
 // is benched, getting no request until a back-off with jitter ends (Run's
 // sender is scheduled avoiding it, so its idle channels do not fill the
 // offers), which
-// doubles with each such answer in a row; after a threshold of them, if
-// most objects it was asked for were bad (it serves another ledger, say), it
-// is useless: it gets nothing more, is named with the reason in
+// doubles with each such answer in a row, up to a cap. A peer that only
+// lacks objects is never dropped for it: it may be behind (in an overlay
+// catching up, it holds them a moment later), and on this wire it cannot be
+// told from one that serves another ledger, so it is asked again each time
+// its bench ends, and a peer that has lacked every object asked of it is
+// named in Report.Lacking and the IncompleteError. After a threshold of
+// such answers in a row, if most objects a peer sent were corrupt (it lies),
+// it is useless: it gets nothing more, is named with the reason in
 // Report.Useless and the IncompleteError, and is handed to
 // Config.Disconnect for the host to disconnect. So a peer with nothing for
-// the root costs a few requests, not one per round trip.
+// the root costs a request per back-off, not one per round trip.
 //
 // Both finish when every node reachable from the root has arrived and
 // verified, or fail with an *IncompleteError that says how much is missing

@@ -29,6 +29,9 @@ type IncompleteError struct {
 	Since Trouble
 	// Useless names the peers judged useless, as Report.Useless does.
 	Useless []UselessPeer
+	// Lacking names the peers that lacked every object asked of them, as
+	// Report.Lacking does.
+	Lacking []LackingPeer
 }
 
 // Trouble counts failures over part of a fetch.
@@ -69,6 +72,14 @@ func (e *IncompleteError) Error() string {
 		}
 		fmt.Fprintf(&b, "%s (%s)", u.ID, u.Reason)
 	}
+	for i, p := range e.Lacking {
+		if i == 0 {
+			b.WriteString("; benched, with none of the ledger: ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", p.ID, p.Reason())
+	}
 	return b.String()
 }
 
@@ -103,6 +114,7 @@ func (s *state) incompleteLocked(cause error, peers int) *IncompleteError {
 		Peers:    peers,
 		Cause:    cause,
 		Useless:  slices.Clone(s.verdicts.useless),
+		Lacking:  s.lackingLocked(),
 		Since: Trouble{
 			Timeouts:     t.timeouts - a.timeouts,
 			Refused:      t.refused - a.refused,

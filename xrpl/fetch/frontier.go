@@ -119,6 +119,14 @@ func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []
 // of the waiting hashes, to be asked again preferably of a peer that has not
 // failed them, such as failed, and returns how many it put back. Hashes not
 // currently asked are ignored.
+//
+// A peer that fails a hash it had failed before was asked only because
+// every peer the hash remembers had failed it (take's anyPeer): the hash's
+// memory then starts again with that peer alone, so that every other peer
+// may be asked for it again. (Kept, the memory would hand the hash to the
+// anyPeer pass alone, whose first offered channel is its fastest peer's,
+// over and over; a peer that was behind when it failed the hash may hold
+// it now.)
 func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
 	n := 0
 	for _, h := range hashes {
@@ -126,10 +134,12 @@ func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
 			continue
 		}
 		at := f.failedAt[h]
-		if !slices.Contains(at, failed) {
-			if len(at) == maxFailedAt {
-				at = append(at[:0], at[1:]...)
-			}
+		switch {
+		case slices.Contains(at, failed):
+			f.failedAt[h] = append(at[:0], failed)
+		case len(at) == maxFailedAt:
+			f.failedAt[h] = append(append(at[:0], at[1:]...), failed)
+		default:
 			f.failedAt[h] = append(at, failed)
 		}
 		f.pending[h] = waiting

@@ -134,6 +134,40 @@ func TestFrontierForgetsOldestFailer(t *testing.T) {
 	}
 }
 
+// TestFrontierWidensAfterEveryPeerFailed: once every remembered peer has
+// failed a hash, only the anyPeer pass hands it out, to one peer (the
+// fastest offered). When that peer fails it again, every other peer may be
+// asked for it again, not the same one over and over.
+func TestFrontierWidensAfterEveryPeerFailed(t *testing.T) {
+	f := newFrontier()
+	f.discover(h(1))
+	peers := make([]peer.ID, maxFailedAt)
+	for i := range peers {
+		peers[i] = pid(string(rune('a' + i)))
+		f.putBack(f.take(nil, 1, peers[i], false), peers[i])
+	}
+	for _, p := range peers {
+		if got := f.take(nil, 1, p, false); len(got) != 0 {
+			t.Fatalf("%s took %v though every peer failed it", p, got)
+		}
+	}
+	fastest := peers[0]
+	if got := f.take(nil, 1, fastest, true); !slices.Equal(got, []ledger.Hash{h(1)}) {
+		t.Fatalf("anyPeer took %v", got)
+	}
+	f.putBack([]ledger.Hash{h(1)}, fastest)
+	if got := f.take(nil, 1, fastest, false); len(got) != 0 {
+		t.Fatalf("%s, which failed it again, took %v", fastest, got)
+	}
+	for _, p := range peers[1:] {
+		got := f.take(nil, 1, p, false)
+		if !slices.Equal(got, []ledger.Hash{h(1)}) {
+			t.Fatalf("%s took %v: the hash is not asked around again", p, got)
+		}
+		f.putBack(got, p)
+	}
+}
+
 func TestFrontierPutBackIgnoresUnasked(t *testing.T) {
 	f := newFrontier()
 	f.discover(h(1))

@@ -55,6 +55,10 @@ type sim struct {
 	// disconnect, if set, wires Config.Disconnect to the host's
 	// Disconnect, as a transport would, and records each call.
 	disconnect bool
+	// answer, if set, rewrites every answer before the host gets it: it is
+	// given the peer that answered, the time since the start on the mock
+	// clock, and the answer, and returns what the host gets.
+	answer func(from peer.ID, since time.Duration, msg any) any
 }
 
 // disconnection is one call of Config.Disconnect.
@@ -169,10 +173,15 @@ func runInBubble(t *testing.T, s sim) outcome {
 		return host.Connect(p, s.channels)
 	}
 	netCfg := simnet.Config{
-		Ledger:       s.ledger,
-		Clock:        clk,
-		Seed:         s.seed,
-		Deliver:      func(from peer.ID, id peer.RequestID, r any) { _ = host.Deliver(from, id, r) },
+		Ledger: s.ledger,
+		Clock:  clk,
+		Seed:   s.seed,
+		Deliver: func(from peer.ID, id peer.RequestID, r any) {
+			if s.answer != nil {
+				r = s.answer(from, clk.Now().Sub(start), r)
+			}
+			_ = host.Deliver(from, id, r)
+		},
 		OnDisconnect: func(p *simnet.Peer) { _ = host.Disconnect(p.ID()) },
 		OnReconnect:  func(p *simnet.Peer) { _ = connectOne(p) },
 	}

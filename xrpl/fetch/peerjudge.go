@@ -3,6 +3,7 @@ package fetch
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -15,20 +16,20 @@ import (
 // penalty.Tracker. A peer whose answer is mostly missing or corrupt is
 // benched: it gets no request until its back-off ends, so a peer that has
 // nothing for this root costs a request per back-off, not one per round
-// trip. A peer judged useless gets nothing more, is named in the report,
-// and is handed to Config.Disconnect.
+// trip, and it is asked again when the back-off ends (it may have caught
+// up). A peer judged useless (it sent corrupt objects) gets nothing more,
+// is named in the report, and is handed to Config.Disconnect.
 //
 // A strategy that finds only benched peers to send to waits; since no
 // answer may come to wake it (nothing else in flight), the state arms one
 // timer at the earliest end of a bench that kept a request back, and the
 // strategy's wake runs when it fires.
 
-// UselessPeer is a peer the fetch judged useless and stopped asking: most
-// of the objects it was asked for came back missing or corrupt (see
-// Config.Penalty).
+// UselessPeer is a peer the fetch judged useless and stopped asking: it
+// answered mostly with corrupt objects (see Config.Penalty).
 type UselessPeer struct {
 	ID      string `json:"id"`
-	Reason  string `json:"reason"`  // e.g. "serves another ledger: 9,412 of 9,600 objects missing"
+	Reason  string `json:"reason"`  // e.g. "answers with corrupt objects: 9,412 of 9,600 objects corrupt"
 	Judged  int    `json:"judged"`  // objects asked for in its judged answers
 	Missing int    `json:"missing"` // of which missing
 	Corrupt int    `json:"corrupt"` // of which corrupt
@@ -36,6 +37,37 @@ type UselessPeer struct {
 	// wanted and unwanted.
 	Wanted   int64 `json:"wanted_bytes,omitempty"`
 	Unwanted int64 `json:"unwanted_bytes,omitempty"`
+}
+
+// LackingPeer is a peer that answered, and lacked every object the fetch
+// asked of it: it has none of this ledger yet. It is behind, or it serves
+// another ledger; a request names objects by hash, not the ledger they
+// belong to, so the fetch cannot tell which, and it never drops a peer for
+// lacking objects (see Config.Penalty). It is benched, and asked again
+// each time its back-off ends.
+type LackingPeer struct {
+	ID      string `json:"id"`
+	Missing int    `json:"missing"` // objects asked of it, all missing from its answers
+}
+
+// Reason says what a LackingPeer's answers showed, for a report or an
+// error: "lacked all 272 objects asked: behind, or serves another ledger".
+func (p LackingPeer) Reason() string {
+	return fmt.Sprintf("lacked all %d objects asked: behind, or serves another ledger", p.Missing)
+}
+
+// lackingLocked returns the peers whose judged answers held only missing
+// objects, by ID. It walks every peer the fetch has sent to: it is for the
+// fetch's end.
+func (s *state) lackingLocked() []LackingPeer {
+	var out []LackingPeer
+	for id := range s.tally.peers {
+		if a := s.verdicts.tracker.Totals(id); a.Missing > 0 && a.Good == 0 && a.Corrupt == 0 {
+			out = append(out, LackingPeer{ID: string(id), Missing: a.Missing})
+		}
+	}
+	slices.SortFunc(out, func(a, b LackingPeer) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 // verdicts is the state's judgment of peers. Guarded by the state's mu, except
@@ -48,6 +80,7 @@ type verdicts struct {
 	// sender can avoid them at O(their number), not O(peers).
 	penalised []peer.ID
 	pending   []*penalty.UselessError // named, not yet handed to Config.Disconnect
+	struckOut int                     // answers that struck their peer out (penalty.Verdict.StruckOut)
 	wakeAt    time.Time               // when timer fires; zero if not armed
 	timer     *clock.Timer
 	// wake asks the strategy for another look at what it may send; it is
@@ -81,6 +114,9 @@ func (s *state) judgeLocked(from peer.ID, results []itemResult, now time.Time) {
 	v := s.verdicts.tracker.Observe(from, now, a)
 	if !v.Until.IsZero() && !slices.Contains(s.verdicts.penalised, from) {
 		s.verdicts.penalised = append(s.verdicts.penalised, from)
+	}
+	if v.StruckOut {
+		s.verdicts.struckOut++
 	}
 	if v.Useless != nil {
 		s.verdicts.useless = append(s.verdicts.useless, UselessPeer{

@@ -23,8 +23,10 @@ var ErrPeersetStopped = errors.New("fetch: peerset fetch has ended")
 // with Config.SetSize of them (the connected peers with the lowest IDs when
 // Run starts, or the first to connect after) and adding one more, the
 // lowest ID not in the set, only when a request times out, when a peer of
-// the set is judged useless (see Config.Penalty; a benched peer only waits
-// out its back-off), or when every peer of the set has gone, which it
+// the set strikes out (Config.Penalty's Strikes bad answers in a row:
+// judged useless, or lacking what it is asked for, and benched for a long
+// back-off; a peer with fewer strikes only waits out its back-off), or when
+// every peer of the set has gone, which it
 // notices when it tries to send; it numbers its own requests and arms its own timer for
 // each; and it is not told when a peer disconnects, so a request to a peer
 // that has gone fails only when its timer fires. It keeps at most as many
@@ -154,11 +156,11 @@ func (ps *Peerset) Deliver(from peer.ID, id peer.RequestID, response any) error 
 		ps.mu.Unlock()
 		return nil
 	}
-	named := len(ps.verdicts.useless)
+	named, struck := len(ps.verdicts.useless), ps.verdicts.struckOut
 	ps.answeredLocked(r.hashes, from, results, valid, now.Sub(r.sentAt), now)
-	if len(ps.verdicts.useless) > named {
-		// As for a timeout: the set lost a peer that serves, so it
-		// takes one more.
+	if len(ps.verdicts.useless) > named || ps.verdicts.struckOut > struck {
+		// As for a timeout: the set lost a peer that serves, for good
+		// or for a long back-off, so it takes one more.
 		ps.widenLocked()
 	}
 	ps.pumpLocked()

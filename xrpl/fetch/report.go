@@ -56,6 +56,10 @@ type Report struct {
 	// (handing each to Config.Disconnect), in the order judged, each with
 	// its reason.
 	Useless []UselessPeer `json:"useless_peers,omitempty"`
+	// Lacking names the peers that answered, and lacked every object asked
+	// of them (behind, or serving another ledger), by ID. They were benched
+	// and asked again, never dropped.
+	Lacking []LackingPeer `json:"lacking_peers,omitempty"`
 }
 
 // Dropped counts responses that no request accepted. For Run they come from
@@ -142,6 +146,7 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 		Corrupt:      t.corrupt,
 		Dropped:      dropped,
 		Useless:      slices.Clone(s.verdicts.useless),
+		Lacking:      s.lackingLocked(),
 	}
 	r.Dropped.Spoofed = r.Dropped.WrongPeer + r.Dropped.Unknown
 	if wall > 0 {

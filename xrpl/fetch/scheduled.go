@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/peersched/peersched/hedge"
@@ -113,6 +114,10 @@ type bulk struct {
 	order    []int      // scratch for OnOffer: channel indices in the order tried
 
 	hedger *hedge.Hedger // sends every request, and hedges them at the tail
+	// hedgeAvoid is the peers the judge penalised when hedgeSlowLocked last
+	// ran: the hedges it queues avoid them (see judgedScheduler). Atomic,
+	// since the Hedger reads it through the scheduler it was given.
+	hedgeAvoid atomic.Pointer[[]peer.ID]
 }
 
 // objectsType is the type of every answer the fetch's requests accept
@@ -135,13 +140,35 @@ type request struct {
 
 // newBulk returns the sender of a fetch through s, cfg checked.
 func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
-	h, err := hedge.NewHedger(s, newHedgeBudget(cfg), hedge.Options{Priority: cfg.Priority})
+	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[peer.RequestID]*request)}
+	h, err := hedge.NewHedger(judgedScheduler{s, b}, newHedgeBudget(cfg), hedge.Options{Priority: cfg.Priority})
 	if err != nil {
 		panic(fmt.Sprintf("fetch: hedge.NewHedger refuses a scheduler: %v", err)) // s is not nil
 	}
-	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[peer.RequestID]*request), hedger: h}
+	b.hedger = h
 	b.verdicts.wake = b.wakeFromOutside
 	return b
+}
+
+// judgedScheduler is the scheduler as the fetch's Hedger sees it: every
+// hedge it queues avoids, besides the slow request's peer, the peers the
+// judge penalised when the fetch asked for hedges (bulk.hedgeAvoid, set by
+// hedgeSlowLocked). The Hedger's own avoid list (hedge.Options.Sender) is
+// fixed when it is made, and the verdicts change with every answer. A peer
+// benched while a hedge already waits is not avoided by that hedge; one
+// whose bench ends while it waits stays avoided until the hedge is sent
+// or withdrawn.
+type judgedScheduler struct {
+	*scheduler.Scheduler
+	b *bulk
+}
+
+// ScheduleWith queues a hedge's sender avoiding the penalised peers too.
+func (j judgedScheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Options) (offer.Ticket, error) {
+	if avoid := j.b.hedgeAvoid.Load(); avoid != nil {
+		opts.Avoid = append(slices.Clip(opts.Avoid), *avoid...)
+	}
+	return j.Scheduler.ScheduleWith(snd, priority, opts)
 }
 
 // newHedgeBudget returns the fetch's hedge budget: cfg.HedgesPerThousand of

@@ -51,11 +51,15 @@ func (r *request) OnHedge(_ peer.RequestID, to peer.ID) {
 // kept while work waited, in the order they became slow, until the Hedger
 // declines one (its budget spent, or the hedge not queued); those left wait
 // for the next call (a request sent earns the budget a share of a hedge).
-// Every caller calls it when work may have run out; it decides.
+// Each hedge avoids the peers the judge penalises now (see
+// judgedScheduler). Every caller calls it when work may have run out; it
+// decides.
 func (b *bulk) hedgeSlowLocked() {
 	if b.front.waitingCount() > 0 || len(b.slow) == 0 {
 		return
 	}
+	avoid := b.avoidLocked(b.cfg.Clock.Now())
+	b.hedgeAvoid.Store(&avoid)
 	kept := b.slow[:0]
 	for i, r := range b.slow {
 		if b.inFlight[r.id] != r {

@@ -12,6 +12,7 @@ import (
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/penalty"
 )
 
 // TestHedgesWaitForTheTail drives the fetch's sender through a scheduler
@@ -112,6 +113,63 @@ func TestHedgesWaitForTheTail(t *testing.T) {
 		}
 		if got := pa.rtts[len(pa.rtts)-1]; got != 10*time.Millisecond {
 			t.Errorf("the hedge's response time is %v, want 10ms from its own send", got)
+		}
+	})
+}
+
+// TestHedgesAvoidBenchedPeers: at the tail, a slow request's hedge goes to
+// no peer the judge benches at that moment. A and C each have their one
+// channel busy with a request; B, idle, has just answered with nothing and
+// is benched. When the requests pass their soft deadlines, their hedges wait
+// for a channel of a peer the judge allows, rather than take B's, the only
+// open one. (The Hedger's own avoid list is fixed when it is made, and
+// hedges once went to B.)
+func TestHedgesAvoidBenchedPeers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewMock()
+		s, err := scheduler.New(scheduler.Config{Clock: clk, InlineCallbacks: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s.Shutdown(context.Background()) }()
+		a, bp, c := &recordingPeer{id: "A"}, &recordingPeer{id: "B"}, &recordingPeer{id: "C"}
+		for _, p := range []*recordingPeer{a, c} {
+			if err := s.Connect(p, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cfg, err := Config{Root: simLedger.Root(), Clock: clk, Batch: 1, HedgesPerThousand: 1,
+			Penalty: penalty.Config{Backoff: time.Minute}}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newBulk(cfg, s)
+		b.mu.Lock()
+		b.beginLocked(clk.Now())
+		b.front.discover(ledger.Hash{1})
+		b.mu.Unlock()
+		b.scheduleFromOutside() // the root and one hash: one request each to A and C
+		if len(a.sent()) != 1 || len(c.sent()) != 1 {
+			t.Fatalf("sent %d and %d requests, want one each to A and C", len(a.sent()), len(c.sent()))
+		}
+		if err := s.Connect(bp, 1); err != nil {
+			t.Fatal(err)
+		}
+		b.mu.Lock()
+		b.judgeLocked("B", []itemResult{{kind: itemAbsent}}, clk.Now()) // an answer with nothing: benched for 30s or more
+		benched := !b.mayAskLocked("B", clk.Now())
+		b.mu.Unlock()
+		if !benched {
+			t.Fatal("B is not benched")
+		}
+
+		soft, _ := b.timing.Deadlines("A")
+		synctest.Wait()
+		clk.Add(soft)
+		synctest.Wait()
+		st := b.hedger.Stats()
+		if len(bp.sent()) != 0 || st.Hedges != 0 || st.Waiting != 2 {
+			t.Fatalf("B, benched, got %d requests; hedger %+v; want both hedges waiting", len(bp.sent()), st)
 		}
 	})
 }

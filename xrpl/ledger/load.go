@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 )
 
 // ErrHashMismatch is returned by Load when the file's entries or header do
@@ -21,30 +22,72 @@ var ErrBadFile = errors.New("ledger: bad ledger file")
 // APIs print one, with the ledger hash it claims, and the state map's
 // entries, key and canonical binary in hex.
 type ledgerFile struct {
-	Header struct {
-		LedgerIndex         jsonUint `json:"ledger_index"`
-		TotalCoins          jsonUint `json:"total_coins"`
-		ParentHash          string   `json:"parent_hash"`
-		TransactionHash     string   `json:"transaction_hash"`
-		AccountHash         string   `json:"account_hash"`
-		ParentCloseTime     jsonUint `json:"parent_close_time"`
-		CloseTime           jsonUint `json:"close_time"`
-		CloseTimeResolution jsonUint `json:"close_time_resolution"`
-		CloseFlags          jsonUint `json:"close_flags"`
-		LedgerHash          string   `json:"ledger_hash"`
-	} `json:"header"`
-	State []struct {
+	Header fileHeader `json:"header"`
+	State  []struct {
 		Key  string `json:"key"`
 		Data string `json:"data"`
-	} `json:"state"`
+	} `json:"state"` // nil if the file has none (or null)
+}
+
+// fileHeader is a ledger file's header. It remembers which fields the file
+// gave, so that a missing one is not read as zero.
+type fileHeader struct {
+	LedgerIndex         jsonUint `json:"ledger_index"`
+	TotalCoins          jsonUint `json:"total_coins"`
+	ParentHash          string   `json:"parent_hash"`
+	TransactionHash     string   `json:"transaction_hash"`
+	AccountHash         string   `json:"account_hash"`
+	ParentCloseTime     jsonUint `json:"parent_close_time"`
+	CloseTime           jsonUint `json:"close_time"`
+	CloseTimeResolution jsonUint `json:"close_time_resolution"`
+	CloseFlags          jsonUint `json:"close_flags"`
+	LedgerHash          string   `json:"ledger_hash"`
+
+	given map[string]bool // the fields present and not null, by lower-case name; nil without a header
+}
+
+// requiredFields are the header fields a ledger file must give: every one
+// but close_flags, which ledgers from before the field existed lack (it is
+// then 0, as those ledgers hashed it).
+var requiredFields = []string{
+	"ledger_index", "total_coins", "parent_hash", "transaction_hash", "account_hash",
+	"parent_close_time", "close_time", "close_time_resolution", "ledger_hash",
+}
+
+// UnmarshalJSON decodes the header and notes which fields it gives. A JSON
+// null leaves h as it is: no header.
+func (h *fileHeader) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return err
+	}
+	type plain fileHeader // its fields, without this method
+	if err := json.Unmarshal(b, (*plain)(h)); err != nil {
+		return err
+	}
+	h.given = make(map[string]bool, len(fields))
+	for k, v := range fields {
+		if string(v) != "null" {
+			h.given[strings.ToLower(k)] = true // encoding/json matches names regardless of case
+		}
+	}
+	return nil
 }
 
 // jsonUint is an unsigned integer written as a JSON number or, as the XRP
 // Ledger's APIs write total_coins, a decimal string.
 type jsonUint uint64
 
+// UnmarshalJSON leaves u as it is for a JSON null, as encoding/json does
+// for its own types: the header then finds the field not given.
 func (u *jsonUint) UnmarshalJSON(b []byte) error {
 	s := string(b)
+	if s == "null" {
+		return nil
+	}
 	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
 		s = s[1 : len(s)-1]
 	}
@@ -72,12 +115,16 @@ func LoadFile(path string) (*Ledger, Header, error) {
 // JSON: {"header": {ledger_index, total_coins, parent_hash, transaction_hash,
 // account_hash, parent_close_time, close_time, close_time_resolution,
 // close_flags, ledger_hash}, "state": [{"key", "data"}, ...]}, hashes and
-// data in hex. It builds the state map (see Build) and checks it: the map's
-// root must be the header's account_hash, and the header must hash to its
-// ledger_hash. Either mismatch is an error wrapping ErrHashMismatch that
-// names the hash and both values; a malformed file is an error wrapping
-// ErrBadFile (or ErrDuplicateKey). The returned ledger's Root is then the
-// verified account_hash.
+// data in hex. Every header field is required but close_flags, which is 0
+// when left out (ledgers from before the field existed lack it). It builds
+// the state map (see Build) and checks it: the map's root must be the
+// header's account_hash, and the header must hash to its ledger_hash.
+// Either mismatch is an error wrapping ErrHashMismatch that names the hash
+// and both values; a malformed file is an error wrapping ErrBadFile (or
+// ErrDuplicateKey): one that is not JSON, lacks the header, a required
+// header field (or gives it as null) or the state, or gives a value that
+// does not parse or fit, and the error names what. The returned ledger's
+// Root is then the verified account_hash.
 func Load(r io.Reader) (*Ledger, Header, error) {
 	var f ledgerFile
 	if err := json.NewDecoder(r).Decode(&f); err != nil {
@@ -86,6 +133,9 @@ func Load(r io.Reader) (*Ledger, Header, error) {
 	h, claimed, err := f.header()
 	if err != nil {
 		return nil, Header{}, err
+	}
+	if f.State == nil {
+		return nil, Header{}, fmt.Errorf("%w: no state", ErrBadFile)
 	}
 	entries := make([]Entry, len(f.State))
 	for i, e := range f.State {
@@ -118,6 +168,18 @@ func Load(r io.Reader) (*Ledger, Header, error) {
 // file claims for it.
 func (f *ledgerFile) header() (Header, Hash, error) {
 	fh := &f.Header
+	if fh.given == nil {
+		return Header{}, Hash{}, fmt.Errorf("%w: no header", ErrBadFile)
+	}
+	var missing []string
+	for _, name := range requiredFields {
+		if !fh.given[name] {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) > 0 {
+		return Header{}, Hash{}, fmt.Errorf("%w: header lacks %s", ErrBadFile, strings.Join(missing, ", "))
+	}
 	var h Header
 	var claimed Hash
 	for _, x := range []struct {

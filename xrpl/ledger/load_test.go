@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -265,6 +266,54 @@ func TestLoadErrors(t *testing.T) {
 	}
 	_, _, err := LoadFile("no-such-ledger.json")
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestLoadMissingFields: a file without its header, a required header
+// field (or with it null) or its state is a bad file, and the error names
+// what is missing, where each was once read as zero and reported as a hash
+// mismatch. Only close_flags may be left out: it is then 0.
+func TestLoadMissingFields(t *testing.T) {
+	without := func(t *testing.T, edit func(header, file map[string]any)) []byte {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(mustJSON(t, synthetic(t)), &m))
+		edit(m["header"].(map[string]any), m)
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		return b
+	}
+	for _, c := range []struct {
+		name string
+		edit func(header, file map[string]any)
+		want string
+	}{
+		{"no header", func(_, f map[string]any) { delete(f, "header") }, "no header"},
+		{"null header", func(_, f map[string]any) { f["header"] = nil }, "no header"},
+		{"no state", func(_, f map[string]any) { delete(f, "state") }, "no state"},
+		{"total_coins", func(h, _ map[string]any) { delete(h, "total_coins") }, "header lacks total_coins"},
+		{"ledger_index null", func(h, _ map[string]any) { h["ledger_index"] = nil }, "header lacks ledger_index"},
+		{"two hashes", func(h, _ map[string]any) { delete(h, "parent_hash"); delete(h, "ledger_hash") }, "header lacks parent_hash, ledger_hash"},
+		{"close_time_resolution", func(h, _ map[string]any) { delete(h, "close_time_resolution") }, "header lacks close_time_resolution"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, _, err := Load(bytes.NewReader(without(t, c.edit)))
+			require.ErrorIs(t, err, ErrBadFile)
+			require.NotErrorIs(t, err, ErrHashMismatch)
+			require.ErrorContains(t, err, c.want)
+			require.Nil(t, l)
+		})
+	}
+	t.Run("close_flags", func(t *testing.T) {
+		_, h, err := Load(bytes.NewReader(without(t, func(h, _ map[string]any) { delete(h, "close_flags") })))
+		require.NoError(t, err)
+		require.Zero(t, h.CloseFlags)
+	})
+	t.Run("LoadFile names the file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "ledger.json")
+		require.NoError(t, os.WriteFile(path, without(t, func(h, _ map[string]any) { delete(h, "close_time") }), 0o600))
+		_, _, err := LoadFile(path)
+		require.ErrorIs(t, err, ErrBadFile)
+		require.ErrorContains(t, err, path+": ledger: bad ledger file: header lacks close_time")
+	})
 }
 
 func TestJSONUintAcceptsStrings(t *testing.T) {

@@ -1,13 +1,28 @@
 // Package penalty judges peers by what their answers hold. A peer whose
-// answers are mostly missing or corrupt (it serves another ledger, or lies)
-// is penalised: each such answer is a strike, and a peer with strikes is
-// benched for a back-off that doubles with every strike in a row, less a
-// random part (jitter) so that the penalised peers of one node, or the
-// nodes that share one bad peer, do not all come back at the same moment.
-// After a threshold of strikes in a row the peer is useless: the caller
-// should disconnect it, and the verdict says why, with the counts
-// ("serves another ledger: 9,412 of 9,600 objects missing"). An answer that
-// is mostly good clears the strikes and ends the bench at once.
+// answers are mostly missing or corrupt is penalised: each such answer is a
+// strike, and a peer with strikes is benched for a back-off that doubles
+// with every strike in a row, up to a cap, less a random part (jitter) so
+// that the penalised peers of one node, or the nodes that share one bad
+// peer, do not all come back at the same moment. An answer that is mostly
+// good clears the strikes and ends the bench at once.
+//
+// Missing objects only ever bench a peer. A peer that lacks what it is
+// asked for may be behind (in an overlay catching up to a new ledger, a
+// neighbour that lacks a node now holds it a moment later), and it cannot
+// be told from one that serves another ledger: a request names nodes by
+// hash, not the ledger they belong to, and a peer leaves out, as rippled
+// does, whatever it lacks. So a peer that has lacked everything it was
+// asked for is asked again each time its bench ends, however long that
+// lasts: once its back-off is capped, it costs a request per bench, and a
+// bench lasts at least half of MaxBackoff.
+//
+// Only a peer that lies is condemned for good: after a threshold of strikes
+// in a row, a peer most of whose objects (of those it sent, over its whole
+// life) were corrupt is useless: bytes under a hash they do not hash to,
+// which no honest peer sends, whichever ledger it holds (a peer that answers
+// the root's hash with another ledger's root is one). The caller should
+// disconnect it, and the verdict says why, with the counts ("answers with
+// corrupt objects: 9,612 of 9,616 objects corrupt").
 //
 // A Tracker is plain data: no goroutines, no clock and no lock. Time is an
 // argument and the jitter comes from a source seeded in the Config, so a
@@ -46,9 +61,9 @@ type Config struct {
 	// DefaultMaxBackoff; it is raised to Backoff if below it.
 	MaxBackoff time.Duration
 	// Strikes is how many strikes in a row make a peer useless, provided
-	// most of the objects it was asked for over its whole life were bad
-	// (an honest peer with one bad patch is not thrown out for it). 0 means
-	// DefaultStrikes.
+	// most of the objects it sent over its whole life were corrupt (an
+	// honest peer with one bad patch is not thrown out for it, and missing
+	// objects never make a peer useless). 0 means DefaultStrikes.
 	Strikes int
 	// Seed seeds the jitter.
 	Seed uint64
@@ -72,13 +87,18 @@ type Verdict struct {
 	// Until is when the peer's bench ends; the zero Time if it is not
 	// benched.
 	Until time.Time
+	// StruckOut is set on the answer whose strike brings the peer's
+	// strikes in a row to Config.Strikes: it has answered badly for long,
+	// whether or not it is useless (one that lacks objects never is). It is
+	// set again only after a good answer has cleared the strikes.
+	StruckOut bool
 	// Useless, if not nil, says the peer has crossed the threshold, and
 	// why. It is set once, on the answer that crossed it.
 	Useless *UselessError
 }
 
 // UselessError says why a peer is useless: of the objects it was asked for
-// in its judged answers, how many were missing and how many corrupt.
+// in its judged answers, how many were corrupt (and how many missing).
 // errors.Is matches it with ErrUseless.
 type UselessError struct {
 	Peer    peer.ID
@@ -93,9 +113,6 @@ type UselessError struct {
 func (e *UselessError) Error() string {
 	if e.Unwanted > 0 {
 		return fmt.Sprintf("sends unwanted data: %s bytes late, duplicate or unasked, against %s bytes wanted", commas64(e.Unwanted), commas64(e.Wanted))
-	}
-	if e.Missing >= e.Corrupt {
-		return fmt.Sprintf("serves another ledger: %s of %s objects missing", commas(e.Missing), commas(e.Judged))
 	}
 	return fmt.Sprintf("answers with corrupt objects: %s of %s objects corrupt", commas(e.Corrupt), commas(e.Judged))
 }
@@ -150,8 +167,11 @@ func New(cfg Config) (*Tracker, error) {
 // capped at MaxBackoff, less up to half of it at random (see Jittered); a
 // later strike that ends before the current bench does not shorten it. An
 // answer with at least as many good objects as bad clears the strikes and
-// the bench. An answer with no objects says nothing and changes nothing. A
-// useless peer stays useless.
+// the bench. An answer with no objects says nothing and changes nothing.
+// The strike that brings the strikes in a row to Config.Strikes, or any
+// later one, makes the peer useless if most of the objects it sent over its
+// life (good and corrupt; missing ones are not sent) were corrupt; strikes
+// for missing objects alone never do. A useless peer stays useless.
 func (t *Tracker) Observe(id peer.ID, now time.Time, a Answer) Verdict {
 	r := t.peers[id]
 	if r == nil {
@@ -174,7 +194,8 @@ func (t *Tracker) Observe(id peer.ID, now time.Time, a Answer) Verdict {
 		r.until = until
 	}
 	v := t.verdict(r, now)
-	if !r.useless && r.strikes >= t.cfg.Strikes && 2*r.total.bad() > r.total.Good+r.total.bad() {
+	v.StruckOut = r.strikes == t.cfg.Strikes
+	if !r.useless && r.strikes >= t.cfg.Strikes && 2*r.total.Corrupt > r.total.Good+r.total.Corrupt {
 		r.useless = true
 		v.Useless = &UselessError{Peer: id, Judged: r.total.Good + r.total.bad(), Missing: r.total.Missing, Corrupt: r.total.Corrupt}
 	}
@@ -197,6 +218,15 @@ func (t *Tracker) Benched(id peer.ID, now time.Time) (until time.Time, benched b
 		return time.Time{}, false
 	}
 	return r.until, true
+}
+
+// Totals returns what every answer of peer id judged so far held, object by
+// object; the zero Answer for a peer never judged.
+func (t *Tracker) Totals(id peer.ID) Answer {
+	if r := t.peers[id]; r != nil {
+		return r.total
+	}
+	return Answer{}
 }
 
 // Useless reports whether peer id has been judged useless.

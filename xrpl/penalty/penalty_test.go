@@ -61,8 +61,12 @@ func mustNew(t *testing.T, cfg Config) *Tracker {
 	return tr
 }
 
-// allMissing is the answer of a peer that serves another ledger.
+// allMissing is the answer of a peer that lacks everything asked: one
+// behind, or one that serves another ledger.
 var allMissing = Answer{Missing: 64}
+
+// allCorrupt is the answer of a peer that lies.
+var allCorrupt = Answer{Corrupt: 64}
 
 func TestStrikesBenchWithinJitterBounds(t *testing.T) {
 	tr := mustNew(t, Config{Seed: 1, Strikes: 100})
@@ -134,27 +138,70 @@ func TestThreshold(t *testing.T) {
 	tr := mustNew(t, Config{Seed: 1, Strikes: 3})
 	now := epoch
 	for i := 1; i <= 2; i++ {
-		if v := tr.Observe("bad", now, Answer{Missing: 60, Good: 4}); v.Useless != nil {
+		if v := tr.Observe("bad", now, Answer{Corrupt: 60, Good: 4}); v.Useless != nil {
 			t.Fatalf("useless after %d strikes, threshold 3", i)
 		}
 	}
-	v := tr.Observe("bad", now, Answer{Missing: 50, Corrupt: 10, Good: 4})
+	v := tr.Observe("bad", now, Answer{Missing: 10, Corrupt: 50, Good: 4})
 	if v.Useless == nil || !tr.Useless("bad") {
 		t.Fatal("not useless after 3 strikes")
 	}
 	if !errors.Is(v.Useless, ErrUseless) || v.Useless.Peer != "bad" {
 		t.Fatalf("verdict %#v", v.Useless)
 	}
-	if got, want := v.Useless.Error(), "serves another ledger: 170 of 192 objects missing"; got != want {
+	if got, want := v.Useless.Error(), "answers with corrupt objects: 170 of 192 objects corrupt"; got != want {
 		t.Fatalf("reason %q, want %q", got, want)
 	}
+	if v.Useless.Missing != 10 || v.Useless.Judged != 192 {
+		t.Fatalf("counts %+v, want 10 missing of 192", v.Useless)
+	}
 	// Named once.
-	if v := tr.Observe("bad", now, allMissing); v.Useless != nil {
+	if v := tr.Observe("bad", now, allCorrupt); v.Useless != nil {
 		t.Fatal("named useless twice")
 	}
 	// Others are judged apart.
 	if tr.Useless("good") {
 		t.Fatal("a peer never heard of is useless")
+	}
+}
+
+// TestMissingNeverUseless: a peer that lacks every object it is asked for,
+// answer after answer, is behind or serves another ledger, and the two
+// cannot be told apart: it is benched, its bench growing to MaxBackoff and
+// no further, and never judged useless, so it is asked again when each
+// bench ends. Its totals say what it lacked.
+func TestMissingNeverUseless(t *testing.T) {
+	tr := mustNew(t, Config{Seed: 1, Strikes: 3})
+	now := epoch
+	for i := range 1000 {
+		v := tr.Observe("behind", now, allMissing)
+		if v.Useless != nil || tr.Useless("behind") {
+			t.Fatalf("strike %d: useless for missing objects: %v", i+1, v.Useless)
+		}
+		if v.StruckOut != (i+1 == 3) {
+			t.Fatalf("strike %d: StruckOut %v, want it on the third alone", i+1, v.StruckOut)
+		}
+		if d := v.Until.Sub(now); d <= 0 || d > DefaultMaxBackoff {
+			t.Fatalf("strike %d: benched %v, want (0, %v]", i+1, d, DefaultMaxBackoff)
+		}
+		if _, ok := tr.Benched("behind", v.Until); ok {
+			t.Fatalf("strike %d: still benched when the bench ends", i+1)
+		}
+		now = v.Until
+	}
+	// Lacking, and then lying: the lies alone count toward useless.
+	tr.Observe("behind", now, Answer{Good: 10})
+	for range 3 {
+		tr.Observe("behind", now, Answer{Corrupt: 4, Missing: 60})
+	}
+	if !tr.Useless("behind") {
+		t.Fatal("12 corrupt objects of 22 sent, 3 strikes in a row: not useless")
+	}
+	if got, want := tr.Totals("behind"), (Answer{Good: 10, Missing: 64*1000 + 180, Corrupt: 12}); got != want {
+		t.Fatalf("Totals %+v, want %+v", got, want)
+	}
+	if got := tr.Totals("stranger"); got != (Answer{}) {
+		t.Fatalf("Totals of a peer never judged: %+v", got)
 	}
 }
 
@@ -195,7 +242,7 @@ func TestMostlyGoodHistoryIsNotUseless(t *testing.T) {
 	tr := mustNew(t, Config{Seed: 1, Strikes: 3})
 	tr.Observe("p", epoch, Answer{Good: 10_000})
 	for range 10 {
-		if v := tr.Observe("p", epoch, allMissing); v.Useless != nil {
+		if v := tr.Observe("p", epoch, allCorrupt); v.Useless != nil {
 			t.Fatal("useless despite a mostly good history")
 		}
 	}

@@ -123,7 +123,9 @@ func TestAnswerTimeout(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			c, far := pipeConn(t, &quietHost{}, ConnConfig{AnswerTimeout: timeout})
 			answer, _ := wire.AppendMessage(nil, 1<<24, testLedger.Answer(req))
+			writerDone := make(chan struct{})
 			go func() {
+				defer close(writerDone)
 				for _, b := range answer { // unasked, a byte a second
 					if _, err := far.Write([]byte{b}); err != nil {
 						return
@@ -133,7 +135,12 @@ func TestAnswerTimeout(t *testing.T) {
 			}()
 			start := time.Now()
 			<-c.Done()
-			if d := time.Since(start); d != timeout || ReasonOf(c.Err()) != ReasonIdle {
+			d := time.Since(start)
+			// The writer may be asleep between two bytes: close its end and
+			// wait for it, so that the bubble ends with no goroutine left.
+			far.Close()
+			<-writerDone
+			if d != timeout || ReasonOf(c.Err()) != ReasonIdle {
 				t.Fatalf("ended after %v with %v, want %v and %q", d, c.Err(), timeout, ReasonIdle)
 			}
 		})

@@ -141,7 +141,7 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	if src.base != nil {
 		cfg.Base = src.base
 	}
-	// A peer the fetch judges useless (it serves another ledger, say) is
+	// A peer the fetch judges useless (it sends corrupt objects) is
 	// disconnected for good; the network exists only once the host does.
 	var net atomic.Pointer[network]
 	cfg.Disconnect = func(id peer.ID, _ error) {

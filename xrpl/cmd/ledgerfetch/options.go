@@ -68,8 +68,8 @@ honest, and none misbehaves below 4 unless -misbehave says so. It exits 0
 only if every object arrived and verified.
 
 With -ledger it serves and fetches a real XRP Ledger ledger instead (a JSON
-file of its header and state, as the README describes, such as mainnet
-ledger 38129), rebuilds the state map from what it fetched and exits 0 only
+file of its header and state, as docs/fetch-report.md in the repository
+describes, such as mainnet ledger 38129), rebuilds the state map from what it fetched and exits 0 only
 if its root is the ledger's account_hash. With -base as well it starts from another ledger's
 nodes and fetches only those it lacks.
 

@@ -170,6 +170,9 @@ func writeReport(w io.Writer, r result) {
 	for _, u := range r.Useless {
 		fmt.Fprintf(w, "  disconnected %s: %s\n", u.ID, u.Reason)
 	}
+	for _, p := range r.Lacking {
+		fmt.Fprintf(w, "  benched      %s: %s\n", p.ID, p.Reason())
+	}
 	if r.Bound > 0 {
 		fmt.Fprintf(w, "  utilisation  %.0f%% of %.1f channels (the peers', mean over the fetch) x %d objects / %s mean RTT = %s objects/s, the most those channels carry\n",
 			100*r.Utilisation, r.Report.Channels, r.Batch, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))

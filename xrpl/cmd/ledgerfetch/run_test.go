@@ -18,7 +18,6 @@ import (
 
 	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/ledger"
-	"github.com/peersched/peersched/xrpl/penalty"
 	"github.com/peersched/peersched/xrpl/simnet"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
@@ -57,6 +56,7 @@ type decoded struct {
 	Rate        float64             `json:"objects_per_second"`
 	Requests    int                 `json:"requests"`
 	Useless     []fetch.UselessPeer `json:"useless_peers"`
+	Lacking     []fetch.LackingPeer `json:"lacking_peers"`
 	Disconnects int                 `json:"disconnects"`
 	Transport   string              `json:"transport"`
 	PeerCount   int                 `json:"peer_count"`
@@ -310,10 +310,11 @@ func TestConnect(t *testing.T) {
 }
 
 // TestFailsWhenPeersServeAnotherLedger: peers that have none of the objects
-// (a -seed that does not match theirs) are judged useless after a few
-// answers, disconnected (not dialled again) and named with the reason; the
-// fetch stalls, and the command exits 1 and says what is missing and why,
-// in text and in JSON, and which root it wanted.
+// (a -seed that does not match theirs) are benched after each answer and
+// asked again when the bench ends: they may only be behind, and the wire
+// cannot tell. They stay connected, and are named as lacking every object;
+// the fetch stalls, and the command exits 1 and says what is missing and
+// why, in text and in JSON, and which root it wanted.
 func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 	addrs := serve(t, 2, 2)
 	code, stdout, stderr := runCmd(t, connectArgs("-connect", addrs, "-stall", "1s")...)
@@ -323,19 +324,19 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 	l := smallLedger(t, 1)
 	for _, want := range []string{
 		"fetch incomplete", fmt.Sprintf("%d of %d objects missing", l.Len(), l.Len()),
-		"no object verified for", "no peer is connected", "objects missing from answers", "disconnected as useless: ",
+		"no object verified for", "2 peers connected", "objects missing from answers", "benched, with none of the ledger: ",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q: %s", want, stderr)
 		}
 	}
-	named := regexp.MustCompile(`(?m)^  disconnected (\S+): serves another ledger: [0-9]+ of [0-9]+ objects missing$`)
+	named := regexp.MustCompile(`(?m)^  benched      (\S+): lacked all [0-9]+ objects asked: behind, or serves another ledger$`)
 	if !strings.Contains(stdout, "INCOMPLETE") || len(named.FindAllString(stdout, -1)) != 2 ||
 		!strings.Contains(stdout, "  root         "+l.Root().Hex()) {
 		t.Errorf("report does not say INCOMPLETE, name both peers and the root %s:\n%s", l.Root().Hex(), stdout)
 	}
 	for _, a := range strings.Split(addrs, ",") {
-		if !strings.Contains(stderr, a+" (serves another ledger: ") {
+		if !strings.Contains(stderr, a+" (lacked all ") {
 			t.Errorf("error does not name %s: %s", a, stderr)
 		}
 	}
@@ -345,12 +346,14 @@ func TestFailsWhenPeersServeAnotherLedger(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, stdout)
 	}
 	d := decodeOne[decoded](t, stdout)
-	if d.Complete || d.Objects != 0 || !strings.Contains(d.Error, "fetch incomplete") || len(d.Useless) != 2 {
+	if d.Complete || d.Objects != 0 || !strings.Contains(d.Error, "fetch incomplete") || len(d.Useless) != 0 || len(d.Lacking) != 2 {
 		t.Fatalf("report %+v", d)
 	}
-	// No storm: a request per back-off until each peer is judged, where
-	// they once got thousands a second until the stall.
-	if limit := 2 * (2 + penalty.DefaultStrikes); d.Requests > limit {
+	// No storm: a request per back-off, where they once got thousands a
+	// second until the stall. Within the stall of 1s, the benches (each at
+	// least half its back-off: 25ms, 50ms, ... 400ms) leave room for six
+	// requests per peer.
+	if limit := 2 * 6; d.Requests > limit {
 		t.Fatalf("%d requests to peers with nothing, want at most %d", d.Requests, limit)
 	}
 }

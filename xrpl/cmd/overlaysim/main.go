@@ -47,6 +47,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "overlaysim: %v\n", err)
 		return exitUsage
 	}
+	if o.fallback != "" {
+		fmt.Fprintf(stderr, "overlaysim: %s; fetching a generated ledger of %d leaves instead (-ledger FILE or -generated N chooses)\n", o.fallback, fallbackLeaves)
+	}
 	l, name, err := loadLedger(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "overlaysim: %v\n", err)

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -23,7 +24,15 @@ type options struct {
 	generated  int    // leaves of a generated ledger instead; 0: use ledger
 	json       bool
 	svg        string
+	// fallback, when not "", says why the default real ledger could not be
+	// used and a generated one is fetched instead: run prints it on stderr.
+	fallback string
 }
+
+// fallbackLeaves is the size of the generated ledger fetched when the default
+// real ledger is absent: ledger 40000's state holds 261 entries, so the
+// fallback costs about what the default does.
+const fallbackLeaves = 261
 
 // errUsage marks errors in the command line; run exits with 2 for them.
 var errUsage = errors.New("usage")
@@ -57,7 +66,7 @@ Flags:
 	fs.StringVar(&strategies, "strategy", "all", "strategies to run, comma-separated: scheduler (adaptive limits), fixed, peerset; or all")
 	fs.IntVar(&o.cfg.Channels, "channels", overlay.DefaultChannels, "channels per neighbour for the fixed and peerset strategies")
 	fs.IntVar(&o.cfg.Batch, "batch", fetch.DefaultBatch, "hashes per request")
-	fs.StringVar(&o.ledger, "ledger", "", "the real ledger to fetch, a JSON file (default: xrpl-40000.json in ../shared/ledgers)")
+	fs.StringVar(&o.ledger, "ledger", "", "the real ledger to fetch, a JSON file (default: xrpl-40000.json in ../shared/ledgers beside the repository; where it is absent, a generated ledger of 261 leaves)")
 	fs.IntVar(&o.generated, "generated", 0, "fetch a generated ledger of this many leaves instead of a real one")
 	fs.IntVar(&svc.Workers, "workers", svc.Workers, "requests each node serves at once")
 	fs.DurationVar(&svc.PerRequest, "per-request", svc.PerRequest, "service time of each request")
@@ -152,11 +161,26 @@ Flags:
 		}
 	}
 	if o.generated == 0 && o.ledger == "" {
-		dir, err := fixtures.Dir()
-		if err != nil {
-			return bad("-ledger: no default: %v", err)
+		o.ledger, o.fallback = defaultLedger()
+		if o.fallback != "" {
+			o.generated = fallbackLeaves
 		}
-		o.ledger = filepath.Join(dir, fixtures.Ledger40000)
 	}
 	return o, nil
+}
+
+// defaultLedger returns the path of the default real ledger, or, where it
+// cannot be had (outside the repository, or a clone with no ../shared/ledgers
+// beside it), "" and why, so that the command fetches a generated ledger
+// instead of failing.
+func defaultLedger() (path, fallback string) {
+	dir, err := fixtures.Dir()
+	if err != nil {
+		return "", fmt.Sprintf("no real ledger (%v)", err)
+	}
+	path = filepath.Join(dir, fixtures.Ledger40000)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Sprintf("no real ledger at %s", path)
+	}
+	return path, ""
 }

@@ -39,11 +39,20 @@ func name(o options, st overlay.Strategy) string {
 	return string(st)
 }
 
+// seeders returns how many seeders the runs had: -seeders, or without it
+// the overlay's default, which only a run reports (o.cfg.Seeders is 0).
+func seeders(o options, out output) int {
+	if len(out.Runs) > 0 {
+		return out.Runs[0].Seeders
+	}
+	return o.cfg.Seeders
+}
+
 // writeTable prints the runs side by side, one column per strategy.
 func writeTable(w io.Writer, o options, out output) {
 	c, svc := o.cfg, o.cfg.Service
 	fmt.Fprintf(w, "overlay: %d nodes, degree %d, %d seeders, seed %d; ledger %s, %d nodes, %d bytes\n",
-		c.Nodes, c.Degree, c.Seeders, c.Seed, out.Ledger, out.LedgerNodes, out.LedgerBytes)
+		c.Nodes, c.Degree, seeders(o, out), c.Seed, out.Ledger, out.LedgerNodes, out.LedgerBytes)
 	limits := "on"
 	if c.LimitsOff {
 		limits = "off"
@@ -110,7 +119,7 @@ func byteCount(n float64) string {
 // writeSVG writes the completion curves, one line per strategy, to path.
 func writeSVG(path string, o options, out output) error {
 	chart := svgplot.Chart{
-		Title:  fmt.Sprintf("%d nodes, degree %d, %d seeders, seed %d: %s", o.cfg.Nodes, o.cfg.Degree, o.cfg.Seeders, o.cfg.Seed, out.Ledger),
+		Title:  fmt.Sprintf("%d nodes, degree %d, %d seeders, seed %d: %s", o.cfg.Nodes, o.cfg.Degree, seeders(o, out), o.cfg.Seed, out.Ledger),
 		XLabel: "virtual time (s)",
 		YLabel: "fraction of fetching nodes done",
 		YMax:   1,

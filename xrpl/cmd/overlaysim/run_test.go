@@ -129,6 +129,11 @@ func TestTableAndSVG(t *testing.T) {
 		t.Fatalf("exit code %d: %s", code, stderr.String())
 	}
 	table := stdout.String()
+	// Without -seeders the overlay runs its default 3, and both the table's
+	// first line and the chart's title say so (they once said 0).
+	if first, _, _ := strings.Cut(table, "\n"); !strings.Contains(first, ", 3 seeders, ") {
+		t.Errorf("first line %q does not say 3 seeders", first)
+	}
 	for _, want := range []string{"scheduler (adaptive)", "fixed 4 channels", "peer set (4 channels)", "time to 50%", "time to 99%", "time to 100%",
 		"worst queueing delay", "peak requests waiting", "requests dropped (overload)", "bytes sent per node", "duplicate objects received", "fairness (Jain",
 		"peer warnings", "links cut by peers for charges", "redials refused while cut off", "queries dropped by busy peers", "peak balance at a peer", "rippled's peer limits on"} {
@@ -148,6 +153,9 @@ func TestTableAndSVG(t *testing.T) {
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("the SVG does not parse: %v", err)
 	}
+	if !bytes.Contains(b, []byte("20 nodes, degree 4, 3 seeders, seed 3")) {
+		t.Errorf("the SVG's title does not say 3 seeders")
+	}
 	if len(doc.Polylines) != 3 || !strings.HasPrefix(doc.Polylines[0].Name, "scheduler (adaptive): ") || !strings.HasPrefix(doc.Polylines[2].Name, "peer set (4 channels): ") {
 		t.Errorf("curves %+v, want one per strategy", doc.Polylines)
 	}
@@ -159,5 +167,54 @@ func TestBadSVGPathFails(t *testing.T) {
 	args := append(append([]string(nil), small...), "-strategy", "fixed", "-svg", svg)
 	if code := run(args, &stdout, &stderr); code != exitFailed || !strings.Contains(stderr.String(), "-svg") {
 		t.Errorf("exit code %d, message %q; want %d naming -svg", code, stderr.String(), exitFailed)
+	}
+}
+
+// TestDefaultLedgerFallsBackToGenerated: without -ledger or -generated, where
+// the default real ledger cannot be had (outside the repository, or in a clone
+// with no ../shared/ledgers beside it), the command fetches a generated ledger
+// of fallbackLeaves leaves, says so in one line on stderr, and succeeds.
+func TestDefaultLedgerFallsBackToGenerated(t *testing.T) {
+	outside := t.TempDir()
+	clone := filepath.Join(t.TempDir(), "peersched")
+	if err := os.MkdirAll(clone, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(clone, "go.mod"), []byte("module github.com/peersched/peersched\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, dir, says string
+	}{
+		{"outside the repository", outside, "not inside the peersched repository"},
+		{"a clone with nothing beside it", clone, "no real ledger at " + filepath.Join(clone, "..", "shared", "ledgers", "xrpl-40000.json")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(c.dir)
+			var stdout, stderr bytes.Buffer
+			args := []string{"-nodes", "20", "-degree", "4", "-seed", "3", "-time-limit", "5s", "-strategy", "fixed", "-json"}
+			if code := run(args, &stdout, &stderr); code != exitOK {
+				t.Fatalf("exit code %d, want %d: %s", code, exitOK, stderr.String())
+			}
+			var notes []string
+			for line := range strings.Lines(stderr.String()) {
+				if strings.HasPrefix(line, "overlaysim: ") {
+					notes = append(notes, line)
+				}
+			}
+			want := "fetching a generated ledger of 261 leaves instead"
+			if len(notes) != 1 || !strings.Contains(notes[0], want) || !strings.Contains(notes[0], c.says) {
+				t.Fatalf("stderr notes %q, want one line saying %q and %q", notes, c.says, want)
+			}
+			var out struct {
+				Ledger string `json:"ledger"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, stdout.String())
+			}
+			if out.Ledger != "generated (261 leaves, seed 3)" {
+				t.Errorf("ledger %q, want the generated fallback", out.Ledger)
+			}
+		})
 	}
 }
