@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/peersched/peersched/xrpl/simnet"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
 
@@ -77,5 +78,27 @@ func TestConnectToChattyPeers(t *testing.T) {
 	checkComplete(t, d.decoded, l, "tcp (external peers)")
 	if d.UnknownFrames < d.Requests/2 || d.PeerLimits != "theirs" || d.PeerCounters != countersExternal || d.Disconnects != 0 {
 		t.Fatalf("report: %d unknown frames for %d requests, limits %q, %d disconnects: %+v", d.UnknownFrames, d.Requests, d.PeerLimits, d.Disconnects, d)
+	}
+}
+
+// TestCutOffForChargesNamed: one simulated peer asked for one object a
+// request (-batch 1) gets over 3,200 queries within a second or two, and
+// cuts us off for our charges; the report counts the cut and names it as
+// the reason the peer disconnected, and the fetch still completes once the
+// modelled redial is let back in.
+func TestCutOffForChargesNamed(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "-objects", "2500", "-peers", "1", "-batch", "1", "-transport", "mem", "-latency", "none", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	d := decodeOne[struct {
+		saidReport
+		Events map[string]peerCounts `json:"peer_events"`
+	}](t, stdout)
+	if !d.Complete || d.Drops < 1 || d.BalancePeak < 25_000 {
+		t.Fatalf("complete %v, %d cuts, peak balance %d: want complete after at least one cut at 25,000", d.Complete, d.Drops, d.BalancePeak)
+	}
+	if got := d.Events["p00"].Reasons[string(simnet.DownCharges)]; int64(got) != d.Drops {
+		t.Fatalf("disconnect reasons %v, want %q %d times", d.Events["p00"].Reasons, simnet.DownCharges, d.Drops)
 	}
 }
