@@ -92,6 +92,12 @@ type Config struct {
 	// running reported incomplete. 0 means DefaultTimeLimit.
 	TimeLimit time.Duration
 
+	// LimitsOff turns off the limits every node puts on each neighbour as
+	// a rippled peer does (see package resource and Run), to compare: no
+	// node then cuts a neighbour off for its charges or drops its queries
+	// for a long send queue. The charges and warnings are still counted.
+	LimitsOff bool
+
 	// Progress, if set, is called on the simulation's goroutine each time
 	// a node completes and at every virtual second.
 	Progress func(Progress)

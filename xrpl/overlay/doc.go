@@ -11,7 +11,10 @@
 // 50%, 99% and 100% of the fetching nodes held the verified ledger, the
 // serving nodes' worst queueing delay, peak load and drops, bytes sent,
 // duplicate objects received, and Jain's fairness index of the completion
-// times. Command overlaysim runs it.
+// times. Every serving node limits each neighbour as a rippled peer does
+// (package resource: fees, warnings, cuts and refused redials, queries
+// dropped for a long answer queue, the reply cap; see Config.LimitsOff), and
+// the Result counts the warnings and cuts. Command overlaysim runs it.
 //
 // # Determinism
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/resource"
 	"github.com/peersched/peersched/xrpl/simnet"
 )
 
@@ -32,14 +33,17 @@ type node struct {
 	dropped     int // requests turned away by a full queue
 	worstWait   time.Duration
 	peakWaiting int
-	bytesSent   int64 // object bytes in its answers
+	bytesSent   int64              // object bytes in its answers
+	accounts    *resource.Accounts // of each neighbour that asks it, by node ID
+	busyDrops   int                // queries dropped for a long send queue
 
 	// Fetching.
 	fetching   bool // its fetch is running: deliveries go to host
 	host       fetch.Host
-	sched      *scheduler.Scheduler // nil for the peer set and rippled
-	clock      *nodeClock           // the fetch's
-	schedClock *nodeClock           // its scheduler's, whose timers are polled
+	sched      *scheduler.Scheduler  // nil for the peer set and rippled
+	clock      *nodeClock            // the fetch's
+	schedClock *nodeClock            // its scheduler's, whose timers are polled
+	connect    func(peer.Peer) error // connects a neighbour's link to its host
 	cancel     context.CancelFunc
 	ran        chan struct{} // closed when its fetch has returned
 	report     fetch.Report
@@ -57,6 +61,12 @@ type link struct {
 	sim      *simulation
 	from, to *node
 	latency  time.Duration
+	// queued counts to's answers on the link that are scheduled and not
+	// yet delivered: its send queue. cut says to has cut the link off for
+	// from's charges; what was in flight on it is lost, and from redials
+	// with a new link.
+	queued int
+	cut    bool
 }
 
 var _ peer.Peer = (*link)(nil)

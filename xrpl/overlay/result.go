@@ -50,6 +50,18 @@ type Result struct {
 	// neighbour judged by two nodes counts twice.
 	Useless int `json:"useless"`
 
+	// What the serving nodes, rippled peers by default, said of their
+	// neighbours' queries (Config.LimitsOff turns the cuts and drops off):
+	// the warnings they counted, the links they cut for their charges, the
+	// redials they refused while cut off, the queries they dropped because
+	// an answer queue was long, and the highest balance any neighbour
+	// reached at any node.
+	PeerWarnings    int64 `json:"peer_warnings"`
+	PeerDrops       int64 `json:"peer_drops"`
+	PeerRefused     int64 `json:"peer_redials_refused"`
+	QueriesDropped  int   `json:"queries_dropped_by_peers"`
+	PeerBalancePeak int64 `json:"peer_balance_peak"`
+
 	// BytesPerNode is the mean of the object bytes each node sent in its
 	// answers, over every node; MaxBytesSent the most one node sent.
 	BytesPerNode float64 `json:"bytes_sent_per_node"`
@@ -96,6 +108,12 @@ func (s *simulation) result() Result {
 		r.Dropped += n.dropped
 		r.PeakWaiting = max(r.PeakWaiting, n.peakWaiting)
 		r.WorstQueueDelay = max(r.WorstQueueDelay, fetch.Duration(n.worstWait))
+		acc := n.accounts.Stats()
+		r.PeerWarnings += acc.Warnings
+		r.PeerDrops += acc.Drops
+		r.PeerRefused += acc.Refused
+		r.PeerBalancePeak = max(r.PeerBalancePeak, acc.PeakBalance)
+		r.QueriesDropped += n.busyDrops
 		if n.seeder {
 			continue
 		}

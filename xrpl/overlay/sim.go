@@ -11,6 +11,7 @@ import (
 	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/ledger"
 	"github.com/peersched/peersched/xrpl/penalty"
+	"github.com/peersched/peersched/xrpl/resource"
 	"github.com/peersched/peersched/xrpl/simnet"
 )
 
@@ -28,6 +29,7 @@ type simulation struct {
 	completed []*node
 	done      int
 	byID      map[peer.ID]*node
+	redials   *rand.Rand // the jitter of the nodes' redials after a cut
 }
 
 // Run simulates the overlay cfg describes, every fetching node using
@@ -58,7 +60,8 @@ func Run(cfg Config, strategy Strategy) (Result, error) {
 // latency and the seeders, in that order.
 func newSimulation(cfg Config, strategy Strategy) *simulation {
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6f7665726c6179)) // "overlay"
-	s := &simulation{cfg: cfg, strategy: strategy, content: newContent(cfg.Ledger), clock: newVirtualClock()}
+	s := &simulation{cfg: cfg, strategy: strategy, content: newContent(cfg.Ledger), clock: newVirtualClock(),
+		redials: rand.New(rand.NewPCG(cfg.Seed, 0x72656469616c))} // "redial"
 	adj := randomGraph(cfg.Nodes, cfg.Degree, rng)
 	width := len(fmt.Sprint(cfg.Nodes - 1))
 	size := cfg.Ledger.Len()
@@ -71,6 +74,7 @@ func newSimulation(cfg Config, strategy Strategy) *simulation {
 			holds:      newHoldings(size),
 			queue:      simnet.NewServiceQueue(cfg.Service.Workers, cfg.Service.QueueLimit),
 		})
+		s.nodes[i].accounts = resource.NewAccounts(s.clock, !cfg.LimitsOff)
 	}
 	// One latency per link, the same both ways, drawn once per pair.
 	span := int64(cfg.MaxLatency - cfg.MinLatency)
@@ -182,6 +186,7 @@ func (s *simulation) startFetch(n *node) error {
 		run = rp.Run
 		connect = func(p peer.Peer) error { return rp.Connect(p, s.cfg.Channels) }
 	}
+	n.connect = connect
 	for k, j := range n.neighbours {
 		if err := connect(&link{sim: s, from: n, to: s.nodes[j], latency: n.latency[k]}); err != nil {
 			return fmt.Errorf("overlay: node %s: connect %s: %w", n.id, s.nodes[j].id, err)
@@ -286,11 +291,21 @@ func (s *simulation) stopAll() {
 // arrive runs when a request reaches l.to: it joins the service queue, or
 // finds it full and is dropped or refused.
 func (s *simulation) arrive(l *link, id peer.RequestID, hashes []ledger.Hash) {
+	if l.cut {
+		return // lost with the connection
+	}
 	now := s.clock.Now()
 	v := l.to
+	if !s.cfg.LimitsOff && resource.Busy(l.queued) {
+		v.busyDrops++
+		s.charge(l, resource.FeeTrivial) // rippled's fee for a query it never handled
+		return
+	}
+	defer s.charge(l, resource.FeeQuery) // once handled, as rippled charges
 	if v.queue.Full(now) {
 		v.dropped++
 		if s.cfg.Service.Overflow == simnet.OverflowReject {
+			l.queued++
 			s.clock.at(l.latency, func() { s.refuse(l, id) })
 		}
 		return
@@ -305,6 +320,9 @@ func (s *simulation) arrive(l *link, id peer.RequestID, hashes []ledger.Hash) {
 // respond runs when l.to has served a request: the answer holds what it
 // holds now, partial subtrees included, and leaves the rest out.
 func (s *simulation) respond(l *link, id peer.RequestID, hashes []ledger.Hash) {
+	if l.cut {
+		return
+	}
 	v := l.to
 	items := make([]ledger.Object, 0, len(hashes))
 	for _, h := range hashes {
@@ -316,13 +334,19 @@ func (s *simulation) respond(l *link, id peer.RequestID, hashes []ledger.Hash) {
 		items = append(items, ledger.Object{Hash: h, Data: data})
 		v.bytesSent += int64(len(data))
 	}
-	answer := ledger.Objects{Items: items}
+	kept, _ := resource.Truncate(len(items)) // rippled's reply cap
+	answer := ledger.Objects{Items: items[:kept]}
+	l.queued++
 	s.clock.at(l.latency, func() { s.deliver(l, id, answer) })
 }
 
 // deliver hands an answer to the requester, counting the objects it
 // already held.
 func (s *simulation) deliver(l *link, id peer.RequestID, answer ledger.Objects) {
+	if l.cut {
+		return
+	}
+	l.queued--
 	u := l.from
 	for _, it := range answer.Items {
 		u.received++
@@ -338,6 +362,10 @@ func (s *simulation) deliver(l *link, id peer.RequestID, answer ledger.Objects) 
 // refuse tells the requester that l.to's full queue turned its request
 // away.
 func (s *simulation) refuse(l *link, id peer.RequestID) {
+	if l.cut {
+		return
+	}
+	l.queued--
 	u := l.from
 	if r, ok := u.host.(fetch.Refuser); ok && u.fetching {
 		_ = r.Refuse(l.to.id, id)

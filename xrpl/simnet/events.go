@@ -9,6 +9,8 @@ const (
 	deliverEvent    eventKind = iota + 1 // hand a response to the host
 	disconnectEvent                      // take the peer down
 	reconnectEvent                       // bring the peer back
+	cutEvent                             // tell the host of a cut the peer made for charges
+	redialEvent                          // the host dials the peer again after a cut
 )
 
 // event is one thing the network will do at a given time.

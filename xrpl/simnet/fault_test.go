@@ -190,7 +190,10 @@ func TestFaultMix(t *testing.T) {
 		for f := range rates {
 			rates[f] = 0.1
 		}
-		p := h.addPeer("a", Profile{Latency: Fixed(ms), Faults: rates})
+		// Limits off: thousands of requests at one instant would fill the
+		// send queue (resource.DropSendQueue); this test is about the
+		// draws, not politeness.
+		p := h.addPeer("a", Profile{Latency: Fixed(ms), Faults: rates, LimitsOff: true})
 		const n = 3000
 		for id := 1; id <= n; id++ {
 			h.send(p, uint64(id), 1)

@@ -87,6 +87,12 @@ func newHarness(t *testing.T, seed uint64) *harness {
 // if refusals is.
 func newHarnessWith(t *testing.T, seed uint64, refusals bool) *harness {
 	t.Helper()
+	return newHarnessConfig(t, seed, refusals, func(*Config) {})
+}
+
+// newHarnessConfig is newHarnessWith, with the Config changed by tune.
+func newHarnessConfig(t *testing.T, seed uint64, refusals bool, tune func(*Config)) *harness {
+	t.Helper()
 	h := &harness{t: t, clk: clock.NewMock()}
 	h.start = h.clk.Now()
 	cfg := Config{
@@ -102,6 +108,7 @@ func newHarnessWith(t *testing.T, seed uint64, refusals bool) *harness {
 	if refusals {
 		cfg.Refuse = func(from peer.ID, id peer.RequestID) { h.add(record{kind: "refuse", from: from, id: id}) }
 	}
+	tune(&cfg)
 	net, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

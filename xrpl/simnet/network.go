@@ -1,6 +1,7 @@
 package simnet
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/penalty"
+	"github.com/peersched/peersched/xrpl/resource"
 )
 
 // Config configures a Network.
@@ -44,7 +47,23 @@ type Config struct {
 	// in flight from before; the host then connects it to the scheduler
 	// again. The peer is already up when it runs.
 	OnReconnect func(p *Peer)
+
+	// RedialMin, RedialMax and RedialReset model the host's redials of a
+	// peer that cut it off for its charges (see Peer), as tcpnet's Client
+	// makes them: the first after RedialMin, doubling after each refused
+	// one up to RedialMax, each jittered down by up to half; a cut after a
+	// connection that lasted RedialReset starts again from RedialMin.
+	// Zero means DefaultRedialMin, DefaultRedialMax and
+	// DefaultRedialReset.
+	RedialMin, RedialMax, RedialReset time.Duration
 }
+
+// Defaults for the zero redial fields of Config: tcpnet.Client's.
+const (
+	DefaultRedialMin   = 50 * time.Millisecond
+	DefaultRedialMax   = 30 * time.Second
+	DefaultRedialReset = 10 * time.Second
+)
 
 // Errors from the network. They can be matched with errors.Is.
 var (
@@ -81,6 +100,7 @@ type Network struct {
 	refuse  func(peer.ID, peer.RequestID) // nil: rejections are empty answers
 	onDown  func(*Peer)
 	onUp    func(*Peer)
+	redial  struct{ min, max, reset time.Duration }
 
 	mu sync.Mutex
 	// The following fields, and the mutable fields of every Peer, are
@@ -106,7 +126,7 @@ func New(cfg Config) (*Network, error) {
 	if c == nil {
 		c = clock.New()
 	}
-	return &Network{
+	n := &Network{
 		ledger:  cfg.Ledger,
 		clock:   c,
 		seed:    cfg.Seed,
@@ -115,7 +135,11 @@ func New(cfg Config) (*Network, error) {
 		onDown:  cfg.OnDisconnect,
 		onUp:    cfg.OnReconnect,
 		peers:   map[peer.ID]*Peer{},
-	}, nil
+	}
+	n.redial.min = cmp.Or(cfg.RedialMin, DefaultRedialMin)
+	n.redial.max = max(cmp.Or(cfg.RedialMax, DefaultRedialMax), n.redial.min)
+	n.redial.reset = cmp.Or(cfg.RedialReset, DefaultRedialReset)
+	return n, nil
 }
 
 // AddPeer adds a connected peer that behaves as prof says; times in prof are
@@ -155,7 +179,10 @@ func (n *Network) AddPeer(id peer.ID, prof Profile) (*Peer, error) {
 		added:     now,
 		traffic:   rand.New(rand.NewPCG(n.seed, stream)),
 		outages:   rand.New(rand.NewPCG(n.seed, ^stream)),
+		redials:   rand.New(rand.NewPCG(^n.seed, stream)),
 		connected: true,
+		upSince:   now,
+		accounts:  resource.NewAccounts(n.clock, !prof.LimitsOff),
 	}
 	if sv := prof.Service; sv.Workers > 0 {
 		p.service = NewServiceQueue(sv.Workers, sv.QueueLimit)
@@ -288,6 +315,7 @@ func (n *Network) applyLocked(e event) func() {
 			p.stats.Dropped++
 			return nil
 		}
+		p.queued--
 		p.stats.Delivered++
 		from, id, msg := p.id, peer.RequestID(e.id), e.msg
 		if e.refusal {
@@ -299,33 +327,67 @@ func (n *Network) applyLocked(e event) func() {
 		if e.random {
 			n.pushLocked(event{at: e.at.Add(p.expLocked(p.prof.RandomOutages.MeanDown)), kind: reconnectEvent, peer: p, random: true})
 		}
+		p.outage = true
 		if !p.connected {
-			return nil
+			return nil // cut for charges already: the host knows
 		}
-		p.connected = false
-		p.epoch++ // responses in flight on the old connection are dropped
-		p.linkFree = time.Time{}
-		if p.service != nil {
-			p.service.Reset() // the requests it held are lost with the connection
-		}
-		p.stats.Disconnects++
-		if n.onDown == nil {
-			return nil
-		}
-		return func() { n.onDown(p) }
+		p.downLocked()
+		return n.onDownLocked(p)
 	case reconnectEvent:
 		if e.random {
 			n.pushLocked(event{at: e.at.Add(p.expLocked(p.prof.RandomOutages.MeanUp)), kind: disconnectEvent, peer: p, random: true})
 		}
-		if p.connected {
+		p.outage = false
+		if p.connected || p.cut {
+			return nil // a peer that cut the host off waits for its redial
+		}
+		return n.upLocked(p, e.at)
+	case cutEvent:
+		if p.connected || e.epoch != p.epoch {
 			return nil
 		}
-		p.connected = true
-		p.stats.Reconnects++
-		if n.onUp == nil {
+		return n.onDownLocked(p)
+	case redialEvent:
+		if !p.cut {
 			return nil
 		}
-		return func() { n.onUp(p) }
+		p.stats.Redials++
+		if p.outage || !p.accounts.Admit(hostKey) {
+			// Refused, and charged FeeDrop for it, or the peer is
+			// away: the host tries again, later.
+			p.strikes++
+			n.pushLocked(event{at: e.at.Add(n.redialWaitLocked(p)), kind: redialEvent, peer: p})
+			return nil
+		}
+		p.cut = false
+		return n.upLocked(p, e.at)
 	}
 	return nil
+}
+
+// onDownLocked returns the host's OnDisconnect call for p, or nil.
+func (n *Network) onDownLocked(p *Peer) func() {
+	if n.onDown == nil {
+		return nil
+	}
+	return func() { n.onDown(p) }
+}
+
+// upLocked brings p up at now and returns the host's OnReconnect call, or
+// nil. The caller holds n.mu.
+func (n *Network) upLocked(p *Peer, now time.Time) func() {
+	p.connected = true
+	p.upSince = now
+	p.stats.Reconnects++
+	if n.onUp == nil {
+		return nil
+	}
+	return func() { n.onUp(p) }
+}
+
+// redialWaitLocked is the wait before the host's next redial of p, after
+// p.strikes failures in a row, as tcpnet.Client computes it. The caller
+// holds n.mu.
+func (n *Network) redialWaitLocked(p *Peer) time.Duration {
+	return penalty.Jittered(penalty.Backoff(n.redial.min, n.redial.max, p.strikes), p.redials.Float64())
 }

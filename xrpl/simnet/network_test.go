@@ -88,7 +88,10 @@ func TestSendNeverDelivers(t *testing.T) {
 func TestUniformLatencyWithinBounds(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		h := newHarness(t, 1)
-		p := h.addPeer("a", Profile{Latency: Uniform(10*ms, 20*ms)})
+		// Limits off: thousands of requests at one instant would fill the
+		// send queue (resource.DropSendQueue); this test is about the
+		// draws, not politeness.
+		p := h.addPeer("a", Profile{Latency: Uniform(10*ms, 20*ms), LimitsOff: true})
 		for id := uint64(1); id <= 200; id++ {
 			h.send(p, id, 1)
 		}
@@ -112,7 +115,10 @@ func TestUniformLatencyWithinBounds(t *testing.T) {
 func TestLogNormalLatencyTail(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		h := newHarness(t, 1)
-		p := h.addPeer("a", Profile{Latency: LogNormal(10*ms, 1)})
+		// Limits off: thousands of requests at one instant would fill the
+		// send queue (resource.DropSendQueue); this test is about the
+		// draws, not politeness.
+		p := h.addPeer("a", Profile{Latency: LogNormal(10*ms, 1), LimitsOff: true})
 		const n = 2000
 		for id := uint64(1); id <= n; id++ {
 			h.send(p, id, 1)
@@ -138,7 +144,9 @@ func TestLossCounts(t *testing.T) {
 	run := func(seed uint64) (lost, delivered int) {
 		bubble(t, func(t *testing.T) {
 			h := newHarness(t, seed)
-			p := h.addPeer("a", Profile{Latency: Fixed(ms), Loss: 0.25})
+			// Limits off: this test is about the loss draws, not
+			// politeness (see TestFaultMix).
+			p := h.addPeer("a", Profile{Latency: Fixed(ms), Loss: 0.25, LimitsOff: true})
 			for id := uint64(1); id <= 1000; id++ {
 				h.send(p, id, 1)
 			}
@@ -430,7 +438,7 @@ func TestSendErrors(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		h := newHarness(t, 1)
 		p := h.addPeer("a", Profile{})
-		for _, msg := range []any{"text", nil, (*ledger.GetObjects)(nil), ledger.Objects{}} {
+		for _, msg := range []any{"text", nil, (*ledger.GetObjects)(nil), (*ledger.Objects)(nil)} {
 			if err := p.Send(1, msg); !errors.Is(err, ErrUnsupported) {
 				t.Errorf("Send(%T): %v", msg, err)
 			}

@@ -1,17 +1,36 @@
 package simnet
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/resource"
 	"github.com/peersched/peersched/xrpl/wire"
 )
 
 // Peer is one simulated peer. It implements peer.Peer and is safe for
 // concurrent use. Get one from Network.AddPeer; the zero value is not usable.
+//
+// Like a rippled peer, by default, it keeps accounts of what the host costs
+// it (package resource), charged as each message is handled: a request or a
+// Ping costs resource.FeeQuery, a reply or Pong sent to it
+// resource.FeeUselessData, a notification resource.FeeTrivial, and a
+// wire.Frame of a type it does not decode nothing (it skips it). When the
+// host's balance reaches resource.DropThreshold the peer cuts the host off:
+// it goes down at once, the answers it owed are lost, and the host is told
+// through OnDisconnect (Down says why). The host then redials it as
+// tcpnet's Client would (Config.RedialMin): each redial is refused, and
+// charged resource.FeeDrop, while the balance stays at the threshold, and
+// the first one let in brings the peer back through OnReconnect. A request
+// that arrives while resource.DropSendQueue of its answers are queued
+// (scheduled and not yet delivered) is dropped unanswered, charged only
+// resource.FeeTrivial, and an answer carries at most
+// resource.MaxReplyObjects objects. Profile.LimitsOff turns the cuts and
+// drops off.
 type Peer struct {
 	net   *Network
 	id    peer.ID
@@ -21,7 +40,14 @@ type Peer struct {
 	// The following fields are guarded by net.mu.
 	traffic   *rand.Rand // draws for requests: loss, faults, latency, missing objects
 	outages   *rand.Rand // draws for random outages, apart so that traffic does not move them
-	connected bool
+	redials   *rand.Rand // draws for the host's redials' jitter, apart from both
+	connected bool       // !outage && !cut
+	outage    bool       // down for a Profile outage
+	cut       bool       // down because it cut the host off for its charges, until a redial is let in
+	upSince   time.Time  // when it last came up, for the redials' back-off
+	strikes   int        // the host's redials and short connections in a row (see redialWaitLocked)
+	queued    int        // answers scheduled on the current connection and not yet delivered
+	accounts  *resource.Accounts
 	epoch     uint64    // counts disconnections; a response carries the epoch it was sent in
 	linkFree  time.Time // when the uplink finishes its last queued response
 	lastID    uint64    // the previous request's ID, for WrongID; 0 before the first
@@ -47,8 +73,41 @@ func (p *Peer) Connected() bool {
 func (p *Peer) Stats() Stats {
 	p.net.mu.Lock()
 	defer p.net.mu.Unlock()
-	return p.stats
+	st := p.stats
+	st.Resources = p.accounts.Stats()
+	return st
 }
+
+// DownReason says why a peer is down.
+type DownReason string
+
+// Why a peer is down, as Peer.Down says.
+const (
+	// DownOutage: a Profile outage, scheduled or random.
+	DownOutage DownReason = "outage"
+	// DownCharges: the peer cut the host off because its balance reached
+	// resource.DropThreshold (rippled's "charge: Resources"); the host's
+	// redials are refused until it decays.
+	DownCharges DownReason = "cut for charges"
+)
+
+// Down returns why the peer is down, or "" while it is up. In OnDisconnect
+// it says why the peer went down.
+func (p *Peer) Down() DownReason {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	switch {
+	case p.connected:
+		return ""
+	case p.cut:
+		return DownCharges
+	}
+	return DownOutage
+}
+
+// hostKey is the account of the host at every peer: the one remote a
+// simulated peer has.
+const hostKey = "host"
 
 // QueueDelays returns the queueing delay of every request the peer's
 // Service admitted (Stats.Served of them), in the order they arrived: how
@@ -67,11 +126,18 @@ func (p *Peer) QueueDelays() []time.Duration {
 // (requestID 0) is accepted and ignored. A request must be a
 // ledger.GetObjects or a non-nil *ledger.GetObjects; the peer decides, with
 // its profile's probabilities, whether to drop it, when to answer, and how
-// to misbehave.
+// to misbehave. A wire.Ping is answered with a wire.Pong under its ID after
+// a latency; a ledger.Objects or a wire.Pong is accepted and ignored (and
+// charged: the peer never asked for it); a wire.Frame is decoded as the
+// peer would read it off the wire, and skipped if its type is one the peer
+// does not decode. Every message is charged to the host as the Peer doc
+// says, and the charge may cut the host off: Send then still returns nil
+// (the message was received), and the peer is down from then on.
 //
 // Send fails with ErrClosed, ErrDisconnected (the peer is down: the host has
-// been or is about to be told through OnDisconnect) or ErrUnsupported, and
-// then queues nothing and draws no randomness.
+// been or is about to be told through OnDisconnect) or ErrUnsupported (a
+// value that is no message of the protocol), and then queues nothing,
+// charges nothing and draws no randomness.
 func (p *Peer) Send(requestID peer.RequestID, message any) error {
 	n := p.net
 	n.mu.Lock()
@@ -83,19 +149,96 @@ func (p *Peer) Send(requestID peer.RequestID, message any) error {
 		p.stats.Refused++
 		return fmt.Errorf("%w: %q", ErrDisconnected, p.id)
 	}
+	now := n.clock.Now()
 	if requestID == 0 {
 		p.stats.Notifications++
+		p.chargeLocked(now, resource.FeeTrivial)
 		return nil
+	}
+	fee, err := p.receiveLocked(now, uint64(requestID), message)
+	if err != nil {
+		p.stats.Refused++
+		return err
+	}
+	p.chargeLocked(now, fee)
+	n.armLocked(now)
+	return nil
+}
+
+// receiveLocked handles message, sent under id, and returns what it costs
+// the host, or ErrUnsupported. The caller holds p.net.mu.
+func (p *Peer) receiveLocked(now time.Time, id uint64, message any) (resource.Fee, error) {
+	if f, ok := message.(wire.Frame); ok {
+		fid, msg, err := wire.DecodeMessage(f, 0)
+		switch {
+		case errors.Is(err, wire.ErrUnknownType):
+			p.stats.Skipped++
+			return 0, nil
+		case err != nil:
+			return 0, fmt.Errorf("%w: %v", ErrUnsupported, err)
+		}
+		id, message = fid, msg
+	}
+	switch m := message.(type) {
+	case wire.Ping:
+		latency := scale(p.prof.Latency.Sample(p.traffic), slowFactor(p.prof.Slowness, now.Sub(p.added)))
+		at, free := transmit(now.Add(latency), p.linkFree, wireSize(id, wire.Pong{}), p.prof.Bandwidth)
+		p.linkFree = free
+		p.pushAnswerLocked(at, id, wire.Pong{})
+		return resource.FeeQuery, nil
+	case wire.Pong, ledger.Objects, *ledger.Objects:
+		if m, ok := m.(*ledger.Objects); ok && m == nil {
+			break
+		}
+		p.stats.Useless++
+		return resource.FeeUselessData, nil
 	}
 	req, ok := ledger.AsGetObjects(message)
 	if !ok {
-		p.stats.Refused++
-		return fmt.Errorf("%w: %T", ErrUnsupported, message)
+		return 0, fmt.Errorf("%w: %T", ErrUnsupported, message)
 	}
-	now := n.clock.Now()
-	p.requestLocked(now, uint64(requestID), req)
+	if !p.prof.LimitsOff && resource.Busy(p.queued) {
+		// Dropped unanswered, as rippled drops a query when its send
+		// queue is long, and charged only the trivial fee for it.
+		p.stats.Requests++
+		p.stats.BusyDrops++
+		return resource.FeeTrivial, nil
+	}
+	p.requestLocked(now, id, req)
+	return resource.FeeQuery, nil
+}
+
+// chargeLocked charges the host fee at now, and cuts it off if its balance
+// reaches the drop threshold. The caller holds p.net.mu.
+func (p *Peer) chargeLocked(now time.Time, fee resource.Fee) {
+	if fee == 0 || p.accounts.Charge(hostKey, fee) != resource.Drop {
+		return
+	}
+	n := p.net
+	p.cut = true
+	p.downLocked()
+	// The host is told from the timer, as for an outage (Send never calls
+	// back), and redials as its transport would.
+	n.pushLocked(event{at: now, kind: cutEvent, peer: p, epoch: p.epoch})
+	if now.Sub(p.upSince) >= n.redial.reset {
+		p.strikes = 0
+	}
+	p.strikes++
+	n.pushLocked(event{at: now.Add(n.redialWaitLocked(p)), kind: redialEvent, peer: p})
 	n.armLocked(now)
-	return nil
+}
+
+// downLocked takes p down: the answers in flight on its connection are
+// lost with it, and its service queue empties. The caller holds p.net.mu.
+func (p *Peer) downLocked() {
+	p.connected = false
+	p.epoch++ // responses in flight on the old connection are dropped
+	p.queued = 0
+	p.linkFree = time.Time{}
+	if p.service != nil {
+		p.service.Reset() // the requests it held are lost with the connection
+	}
+	p.stats.Disconnects++
 }
 
 // requestLocked decides the fate of one request and schedules its answers.
@@ -207,6 +350,7 @@ func (p *Peer) overflowLocked(now time.Time, id uint64, req ledger.GetObjects, s
 	p.linkFree = free
 	if p.net.refuse != nil {
 		p.stats.Answers++
+		p.queued++
 		p.net.pushLocked(event{at: at, kind: deliverEvent, peer: p, epoch: p.epoch, id: id, refusal: true})
 		return
 	}
@@ -228,6 +372,11 @@ func (p *Peer) answerLocked(req ledger.GetObjects) ledger.Objects {
 		resp.Items = kept
 	}
 	p.stats.Missing += len(req.Hashes) - len(resp.Items)
+	// rippled stops at MaxReplyObjects objects found.
+	if kept, cut := resource.Truncate(len(resp.Items)); cut > 0 {
+		resp.Items = resp.Items[:kept]
+		p.stats.Truncated++
+	}
 	return resp
 }
 
@@ -235,6 +384,7 @@ func (p *Peer) answerLocked(req ledger.GetObjects) ledger.Objects {
 // peer's current connection. The caller holds p.net.mu.
 func (p *Peer) pushAnswerLocked(at time.Time, id uint64, msg any) {
 	p.stats.Answers++
+	p.queued++
 	p.net.pushLocked(event{at: at, kind: deliverEvent, peer: p, epoch: p.epoch, id: id, msg: msg})
 }
 

@@ -61,6 +61,14 @@ type Profile struct {
 	// LateBy is how much later than normal a Late response arrives; zero
 	// means DefaultLateBy.
 	LateBy time.Duration
+
+	// LimitsOff turns off the limits a rippled peer puts on what the host
+	// sends it (see Peer), to compare with a peer that has them, the
+	// default: the peer then never cuts the host off for its charges and
+	// never drops a request because its send queue is long. It still
+	// charges and counts (Stats.Resources), as a peer that only logged
+	// would.
+	LimitsOff bool
 }
 
 // Slowdown is one step of a Profile's slowness schedule.

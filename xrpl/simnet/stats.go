@@ -1,6 +1,10 @@
 package simnet
 
-import "time"
+import (
+	"time"
+
+	"github.com/peersched/peersched/xrpl/resource"
+)
 
 // Stats counts what happened to one peer's traffic. Every count only grows.
 type Stats struct {
@@ -17,8 +21,19 @@ type Stats struct {
 	Refusals  int // of Delivered, the refusals (Config.Refuse)
 	Dropped   int // responses and refusals lost because the peer disconnected first
 
-	Disconnects int
-	Reconnects  int
+	Disconnects int // outages and cuts for charges
+	Reconnects  int // outages' ends and the host's redials that were let in
+
+	// Rippled's limits (see Peer). Resources is the peer's accounts of the
+	// host: its charges, warnings, the connections it cut for their
+	// charges (Drops), the host's redials it refused while the balance
+	// stayed at the drop threshold (Refused), and the highest balance.
+	Resources resource.Stats
+	BusyDrops int // requests dropped unanswered: resource.DropSendQueue answers were queued
+	Truncated int // answers cut to resource.MaxReplyObjects objects
+	Skipped   int // wire.Frame messages of types the peer does not decode, skipped at no charge
+	Useless   int // replies and pongs sent to the peer, charged resource.FeeUselessData
+	Redials   int // the host's redials after a cut, refused ones included
 
 	// Profile.Service only; all zero for a peer without one.
 	Served        int           // requests admitted to the queue (served at once or after waiting)

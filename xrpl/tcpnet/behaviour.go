@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/resource"
 	"github.com/peersched/peersched/xrpl/simnet"
 	"github.com/peersched/peersched/xrpl/wire"
 )
@@ -78,12 +79,13 @@ type reply struct {
 
 // plan decides how to answer request id asking for req from l, read at now,
 // and appends the replies to dst (none for a lost, dropped or ignored
-// request); each reply's delay counts from now. q is the server's service
+// request); each reply's delay counts from now. An answer of more than
+// resource.MaxReplyObjects objects is cut to them, and plan sets *truncated. q is the server's service
 // queue, nil without a Service. plan draws from r in a fixed order (loss,
 // fault, latency, missing objects, then whatever the fault needs; a request
 // that overflows q draws only the latency of its rejection), so a seed and a
 // sequence of requests replay.
-func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, q *serviceQueue, now time.Time, id uint64, req ledger.GetObjects) []reply {
+func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, q *serviceQueue, now time.Time, id uint64, req ledger.GetObjects, truncated *bool) []reply {
 	if r.Float64() < b.Loss {
 		return dst
 	}
@@ -105,6 +107,9 @@ func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, q *service
 		}
 		resp.Items = kept
 	}
+	// rippled stops at resource.MaxReplyObjects objects found.
+	kept, cut := resource.Truncate(len(resp.Items))
+	resp.Items, *truncated = resp.Items[:kept], cut > 0
 	resp = fitReply(resp, wire.DefaultMaxFrame)
 	if q != nil {
 		// Every admitted request takes a worker, even one the server then

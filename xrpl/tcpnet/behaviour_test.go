@@ -105,7 +105,7 @@ func TestPlanEachFault(t *testing.T) {
 			if err := c.b.validate(); err != nil {
 				t.Fatal(err)
 			}
-			c.check(t, c.b.plan(nil, rand.New(rand.NewPCG(1, 2)), testLedger, nil, time.Time{}, 1<<24+5, req))
+			c.check(t, c.b.plan(nil, rand.New(rand.NewPCG(1, 2)), testLedger, nil, time.Time{}, 1<<24+5, req, new(bool)))
 		})
 	}
 	if err := (&Behaviour{Faults: simnet.FaultRates{simnet.Late: 0.7, simnet.Corrupt: 0.7}}).validate(); err == nil {
@@ -134,7 +134,7 @@ func TestPlanService(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	plan := func(b Behaviour) []reply {
 		b.Latency, b.Service = simnet.Fixed(lat), svc
-		return b.plan(nil, r, testLedger, q, now, id, req)
+		return b.plan(nil, r, testLedger, q, now, id, req, new(bool))
 	}
 	delays := func(rs []reply) []time.Duration {
 		var ds []time.Duration

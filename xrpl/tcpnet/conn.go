@@ -61,7 +61,16 @@ type ConnConfig struct {
 	// must be quick; the fetch uses it to count unwanted bytes against the
 	// peer (fetch.Config.Traffic).
 	Traffic func(from peer.ID, bytes int, deliverErr error)
+	// Skipped, if set, is told of every frame the peer sent of a type the
+	// Conn does not decode (a status change, a manifest, endpoints...),
+	// which it skips, as rippled does, instead of closing the connection.
+	// It is called from the reader, so it must be quick.
+	Skipped func(from peer.ID, t wire.Type)
 }
+
+// ErrUnsolicited is the error ConnConfig.Traffic is told of for a pong the
+// Conn sent no ping for: unwanted bytes, not a reason to close.
+var ErrUnsolicited = errors.New("tcpnet: unsolicited pong")
 
 // Conn is the host's side of one TCP connection to a peer. It implements
 // peer.Peer and is safe for concurrent use.
@@ -82,7 +91,11 @@ type Conn struct {
 	maxItems int
 	answerIn time.Duration // <= 0: never
 	traffic  func(peer.ID, int, error)
+	skipped  func(peer.ID, wire.Type)
 	out      chan []byte // encoded frames for the writer
+
+	pings   atomic.Int64 // pings sent and not answered by a pong
+	unknown atomic.Int64 // frames skipped for their type
 
 	closed    atomic.Bool   // mirrors err != nil, for Send's fast path
 	closing   chan struct{} // closed when the connection starts to end
@@ -122,6 +135,7 @@ func NewConn(nc net.Conn, id peer.ID, host Host, cfg ConnConfig) *Conn {
 		maxItems: cfg.MaxItems,
 		answerIn: cfg.AnswerTimeout,
 		traffic:  cfg.Traffic,
+		skipped:  cfg.Skipped,
 		out:      make(chan []byte, cfg.QueueLen),
 		closing:  make(chan struct{}),
 		done:     make(chan struct{}),
@@ -149,8 +163,29 @@ func (c *Conn) Send(requestID peer.RequestID, message any) error {
 	if err := c.enqueue(frame); err != nil {
 		return err
 	}
+	if _, ok := message.(wire.Ping); ok {
+		c.pings.Add(1)
+	}
 	c.asking()
 	return nil
+}
+
+// Skipped returns how many frames the peer sent of types the Conn does not
+// decode, and skipped.
+func (c *Conn) Skipped() int { return int(c.unknown.Load()) }
+
+// pongExpected takes back one unanswered ping, if any, and reports whether
+// there was one.
+func (c *Conn) pongExpected() bool {
+	for {
+		n := c.pings.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.pings.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 // asking counts a query or ping sent, which the peer should answer; the
@@ -285,6 +320,17 @@ func (c *Conn) read() {
 		}
 		c.frameBegins()
 		f, err := wire.ReadFrame(br, c.maxFrame)
+		if errors.Is(err, wire.ErrUnknownType) {
+			// Skipped whole, as rippled skips what it does not know:
+			// rippled peers send status changes, manifests, endpoints
+			// and more to everyone, unprompted.
+			c.frameEnds(false)
+			c.unknown.Add(1)
+			if c.skipped != nil {
+				c.skipped(c.id, f.Type)
+			}
+			continue
+		}
 		if err != nil {
 			c.fail(readReason(err), fmt.Errorf("read: %w", err))
 			return
@@ -300,7 +346,15 @@ func (c *Conn) read() {
 			pong, _ := wire.AppendMessage(nil, id, wire.Pong{})
 			_ = c.enqueue(pong) // a full queue drops the pong: the peer asks again
 		case wire.Pong:
-			c.frameEnds(true)
+			if c.pongExpected() {
+				c.frameEnds(true)
+				break
+			}
+			// Unsolicited: counted against the peer, not fatal.
+			c.frameEnds(false)
+			if c.traffic != nil {
+				c.traffic(c.id, wire.HeaderSize+len(f.Payload), ErrUnsolicited)
+			}
 		default:
 			c.frameEnds(true)
 			// Whatever came under a request ID goes to the Host, which

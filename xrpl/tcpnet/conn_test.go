@@ -13,7 +13,7 @@ import (
 	"github.com/peersched/peersched/xrpl/wire"
 )
 
-// TestBadFramesCloseAndDisconnect: a malformed, oversized or unknown frame
+// TestBadFramesCloseAndDisconnect: a malformed or oversized frame
 // from the peer closes the connection and disconnects the peer from the
 // host, once, with an error that says which, and names the reason.
 func TestBadFramesCloseAndDisconnect(t *testing.T) {
@@ -37,7 +37,6 @@ func TestBadFramesCloseAndDisconnect(t *testing.T) {
 	}{
 		{"compressed", header(0x90000004, uint16(wire.TypeGetObjects)), wire.ErrMalformed, ReasonMalformed},
 		{"size above the cap", header(1<<20, uint16(wire.TypeGetObjects)), wire.ErrOversized, ReasonOversized},
-		{"unknown type", header(0, 99), wire.ErrUnknownType, ReasonUnknownType},
 		{"payload that does not parse", getObjects([]byte{0xff, 1, 2, 3}), wire.ErrMalformed, ReasonMalformed},
 		{"required fields missing", getObjects([]byte{0x18, 0x07}), wire.ErrMalformed, ReasonMalformed},
 		{"ping that does not parse", append(header(1, uint16(wire.TypePing)), 0x0a), wire.ErrMalformed, ReasonMalformed},

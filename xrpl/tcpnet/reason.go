@@ -20,7 +20,6 @@ const (
 	ReasonCutMidFrame   Reason = "cut mid-frame"      // the peer ended it inside a frame
 	ReasonOversized     Reason = "frame over the cap" // a frame's size above ConnConfig.MaxFrame
 	ReasonTooManyItems  Reason = "too many objects"   // a message with more items than ConnConfig.MaxItems
-	ReasonUnknownType   Reason = "unknown type"       // a frame of a type the protocol does not know
 	ReasonMalformed     Reason = "malformed frame"    // a frame or message that does not parse
 	ReasonIdle          Reason = "idle timeout"       // asked, and answered nothing for ConnConfig.AnswerTimeout
 	ReasonReadFailed    Reason = "read failed"        // any other read error
@@ -72,8 +71,6 @@ func frameReason(err error, oversized Reason) Reason {
 	switch {
 	case errors.Is(err, wire.ErrOversized):
 		return oversized
-	case errors.Is(err, wire.ErrUnknownType):
-		return ReasonUnknownType
 	case errors.Is(err, wire.ErrMalformed):
 		return ReasonMalformed
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/resource"
 )
 
 // ServerConfig configures a Server.
@@ -26,6 +27,19 @@ type ServerConfig struct {
 	// Limits bounds what clients can make the server hold: connections,
 	// idle and half-sent frames, replies waiting and being written.
 	Limits ServerLimits
+
+	// LimitsOff turns off the limits a rippled peer puts on what it is
+	// sent, to compare with a server that has them (the default): it then
+	// never cuts or refuses a connection for its charges, and never drops
+	// a query because the connection's send queue is long. It still
+	// charges and counts (ServerStats.Resources), as a peer that only
+	// logged would.
+	LimitsOff bool
+	// Chatty makes the server talk as rippled does to every peer: on
+	// connecting, and before each reply, it sends a frame the client never
+	// asked for, in turn a status change, manifests, endpoints and a ping
+	// (which asks for a pong). A client must skip what it does not know.
+	Chatty bool
 }
 
 // ServerStats counts what a Server did. Every count only grows.
@@ -35,6 +49,25 @@ type ServerStats struct {
 	Replies  int // replies written
 	Refused  int // connections closed for a bad frame
 	Drops    int // times Behaviour.DropAfter took the server down
+
+	// Rippled's accounts of each client address (see package resource):
+	// the charges, the warnings, the connections cut for their charges
+	// (Drops) and those refused on arrival while their balance was at the
+	// drop threshold (Refused), and the highest balance reached.
+	Resources resource.Stats
+	// BusyDrops counts queries dropped unanswered because their
+	// connection's send queue held resource.DropSendQueue replies or more.
+	BusyDrops int
+	// Truncated counts replies cut to resource.MaxReplyObjects objects.
+	Truncated int
+	// UnknownFrames counts frames of types the server does not decode,
+	// skipped at no charge.
+	UnknownFrames int
+	// Useless counts unsolicited replies and pongs, each charged
+	// resource.FeeUselessData.
+	Useless int
+	// Chatter counts the frames a Chatty server sent unprompted.
+	Chatter int
 
 	Rejected     int // connections closed at once: over Limits.MaxConns or MaxConnsPerAddr
 	TimedOut     int // connections closed idle, mid-frame, or not taking a reply (Limits' timeouts)
@@ -57,8 +90,21 @@ var (
 
 // Server serves one ledger over TCP to every connection it accepts, answering
 // each GetObjects as its Behaviour says and each Ping with a Pong. A frame
-// that is malformed, oversized, of an unknown type, or not a request closes
-// that connection. It is safe for concurrent use. Create one with NewServer.
+// that is malformed or oversized closes that connection; one of a type it
+// does not decode is skipped, and an unsolicited reply or pong is charged,
+// as rippled does.
+//
+// Like a rippled peer, by default, it keeps the accounts of each client
+// address (package resource): every query and ping costs resource.FeeQuery,
+// a connection whose address's balance reaches resource.DropThreshold is
+// cut, and a new one from that address is refused, and charged
+// resource.FeeDrop, while the balance stays there; the accounts outlive the
+// connections, and Kill. A query that arrives while its connection's send
+// queue (replies planned and not yet written) holds resource.DropSendQueue
+// replies is dropped unanswered, and a reply carries at most
+// resource.MaxReplyObjects objects. ServerConfig.LimitsOff turns the cuts,
+// refusals and drops off. It is safe for concurrent use. Create one with
+// NewServer.
 //
 // A server can be killed (every connection dropped, no longer listening)
 // and restarted on the same address, which is how a demo simulates a peer
@@ -74,6 +120,7 @@ type Server struct {
 	wg         sync.WaitGroup
 	waiting    *budget // replies planned and not yet written, over all connections
 	replyBytes *budget // encoded reply bytes being written, over all connections
+	accounts   *resource.Accounts
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
@@ -109,6 +156,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		quit:       make(chan struct{}),
 		waiting:    newBudget(limits.MaxWaitingTotal),
 		replyBytes: newBudget(limits.MaxReplyBytes),
+		accounts:   resource.NewAccounts(nil, !cfg.LimitsOff),
 		rng:        rand.New(rand.NewPCG(cfg.Seed, 0x7463706e6574)), // "tcpnet"
 		queue:      newServiceQueue(cfg.Behaviour.Service),
 		conns:      make(map[*serverConn]struct{}),
@@ -155,6 +203,7 @@ func (s *Server) Stats() ServerStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
+	st.Resources = s.accounts.Stats()
 	if s.queue != nil {
 		s.queue.copyStats(&st)
 	}
@@ -260,6 +309,12 @@ func (s *Server) serveLocked(nc net.Conn) *serverConn {
 		_ = nc.Close()
 		return nil
 	}
+	if !s.accounts.Admit(addr) {
+		// Cut off for its charges: refused, and charged again
+		// (ServerStats.Resources.Refused).
+		_ = nc.Close()
+		return nil
+	}
 	c := newServerConn(s, nc, addr)
 	s.conns[c] = struct{}{}
 	s.byAddr[addr]++
@@ -285,8 +340,25 @@ func (s *Server) plan(dst []reply, c *serverConn, id uint64, req ledger.GetObjec
 	}
 	s.stats.Requests++
 	b := &s.cfg.Behaviour
-	dst = b.plan(dst, s.rng, s.cfg.Ledger, s.queue, now, id, req)
+	truncated := false
+	dst = b.plan(dst, s.rng, s.cfg.Ledger, s.queue, now, id, req, &truncated)
+	if truncated {
+		s.stats.Truncated++
+	}
 	return dst, now, b.DropAfter > 0 && s.stats.Requests%b.DropAfter == 0
+}
+
+// charge charges c's address fee and reports whether the connection must be
+// cut for it.
+func (s *Server) charge(c *serverConn, fee resource.Fee) bool {
+	return s.accounts.Charge(c.addr, fee) == resource.Drop
+}
+
+// count adds one to the counter field picks, under s.mu.
+func (s *Server) count(field func(*ServerStats) *int) {
+	s.mu.Lock()
+	*field(&s.stats)++
+	s.mu.Unlock()
 }
 
 // drop takes the server down and, if Behaviour.DownFor is set, brings it
@@ -327,6 +399,7 @@ func (s *Server) forget(c *serverConn, why connEnd) {
 	switch why {
 	case endRefused:
 		s.stats.Refused++
+	case endCharged: // counted in the accounts' Drops
 	case endTimedOut:
 		s.stats.TimedOut++
 	}

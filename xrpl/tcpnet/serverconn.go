@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/resource"
 	"github.com/peersched/peersched/xrpl/wire"
 )
 
@@ -40,13 +41,18 @@ type serverConn struct {
 	held    atomic.Int64
 	live    atomic.Int32
 	encoded atomic.Int64 // capacity of the responder's encode buffer, for tests and Stats
+
+	pings   atomic.Int64 // chatter pings sent and not yet answered by a pong
+	chatter uint32       // the responder's: chatter frames it has sent
 }
 
 // timedReply is a reply and the moment it is due; seq keeps replies due at
-// the same moment in the order they were planned.
+// the same moment in the order they were planned; echo is what a reply of
+// objects copies from its query.
 type timedReply struct {
-	at  time.Time
-	seq uint64
+	at   time.Time
+	seq  uint64
+	echo wire.Echo
 	reply
 }
 
@@ -81,7 +87,7 @@ func (c *serverConn) exit() {
 }
 
 // read reads requests until the connection fails, a frame is bad or late,
-// which closes it.
+// or the client's charges cut it, which closes it.
 func (c *serverConn) read() {
 	why := endClosed
 	defer func() {
@@ -103,26 +109,50 @@ func (c *serverConn) read() {
 		}
 		_ = c.nc.SetReadDeadline(time.Now().Add(lim.FrameTimeout))
 		f, err := wire.ReadFrame(br, c.s.cfg.MaxFrame)
+		if errors.Is(err, wire.ErrUnknownType) {
+			// Skipped whole, at no charge, as rippled does.
+			c.s.count(func(st *ServerStats) *int { return &st.UnknownFrames })
+			continue
+		}
 		if err != nil {
 			why = readEnd(err)
 			return
 		}
-		id, msg, err := wire.DecodeMessage(f, c.s.cfg.MaxItems)
+		id, msg, echo, err := wire.DecodeRequest(f, c.s.cfg.MaxItems)
 		if err != nil {
 			why = endRefused
 			return
 		}
 		var now time.Time
 		drop := false
+		fee := resource.FeeTrivial
 		switch m := msg.(type) {
 		case ledger.GetObjects:
+			fee = resource.FeeQuery
+			if !c.s.cfg.LimitsOff && resource.Busy(c.waiting.inUse()) {
+				// Dropped unanswered: the client sees only a
+				// missing reply. rippled charges only the
+				// trivial fee for a query it never handled.
+				fee = resource.FeeTrivial
+				replies = replies[:0]
+				c.s.count(func(st *ServerStats) *int { return &st.BusyDrops })
+				break
+			}
 			replies, now, drop = c.s.plan(replies[:0], c, id, m)
 		case wire.Ping:
+			fee = resource.FeeQuery
 			now = time.Now()
 			replies = append(replies[:0], reply{id: id, msg: wire.Pong{}})
-		default:
-			why = endRefused // a client sends queries and pings, nothing else
-			return
+		case wire.Pong:
+			replies = replies[:0]
+			if !c.pingAnswered() {
+				fee = resource.FeeUselessData
+				c.s.count(func(st *ServerStats) *int { return &st.Useless })
+			}
+		default: // a reply nobody asked for
+			replies = replies[:0]
+			fee = resource.FeeUselessData
+			c.s.count(func(st *ServerStats) *int { return &st.Useless })
 		}
 		for _, r := range replies {
 			seq++
@@ -136,12 +166,34 @@ func (c *serverConn) read() {
 			c.held.Add(1)
 			// Never blocks: in holds MaxWaiting, and waiting counts
 			// every reply in it.
-			c.in <- timedReply{at: now.Add(r.delay), seq: seq, reply: r}
+			c.in <- timedReply{at: now.Add(r.delay), seq: seq, reply: r, echo: echo}
 		}
 		clear(replies) // the replies' objects belong to the responder now
 		if drop {
 			c.s.drop()
 			return
+		}
+		// Charged once handled, as rippled charges at the end of each
+		// message: a cut loses the replies just planned with the
+		// connection.
+		if c.s.charge(c, fee) {
+			why = endCharged
+			return
+		}
+	}
+}
+
+// pingAnswered takes back one of the chatter pings this connection sent, if
+// any is unanswered, and reports whether there was one: a pong without one
+// is unsolicited.
+func (c *serverConn) pingAnswered() bool {
+	for {
+		n := c.pings.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.pings.CompareAndSwap(n, n-1) {
+			return true
 		}
 	}
 }
@@ -153,6 +205,7 @@ const (
 	endClosed   connEnd = iota // the client left, or the server closed it
 	endRefused                 // a bad frame
 	endTimedOut                // idle, a half-sent frame, or a reply not taken
+	endCharged                 // its address's charges reached resource.DropThreshold
 )
 
 // readEnd says how a read error ends the connection.
@@ -180,6 +233,18 @@ func (c *serverConn) respond() {
 	timer.Stop()
 	defer timer.Stop()
 	var buf []byte
+	if c.s.cfg.Chatty {
+		// rippled greets a new peer with its state, its manifests and
+		// the peers it knows.
+		for range 3 {
+			buf = c.appendChatter(buf)
+		}
+		if !c.write(buf, 0) {
+			c.close()
+			return
+		}
+		buf = buf[:0]
+	}
 	for {
 		var wake <-chan time.Time
 		if len(due) > 0 {
@@ -219,30 +284,69 @@ func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
 	}()
 	for len(*due) > 0 && !(*due)[0].at.After(time.Now()) && (written == 0 || len(buf) < keepEncodeBuffer) {
 		r := heap.Pop(due).(timedReply)
+		objects, isReply := r.msg.(ledger.Objects)
 		n := wire.MessageSize(r.id, r.msg)
+		if isReply {
+			n = wire.ReplySize(r.id, objects, r.echo)
+		}
 		if !c.s.replyBytes.take(n, c.closing) {
 			return buf, false
 		}
 		bytes += n
+		if c.s.cfg.Chatty {
+			buf = c.appendChatter(buf)
+		}
 		var err error
-		if buf, err = wire.AppendMessage(buf, r.id, r.msg); err != nil {
+		if isReply {
+			buf, err = wire.AppendReply(buf, r.id, objects, r.echo)
+		} else {
+			buf, err = wire.AppendMessage(buf, r.id, r.msg)
+		}
+		if err != nil {
 			return buf, false
 		}
 		written++
 	}
-	_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.limits.WriteTimeout))
-	if _, err := c.nc.Write(buf); err != nil {
-		if isTimeout(err) {
-			c.s.countTimedOut()
-		}
+	if !c.write(buf, written) {
 		return buf, false
 	}
-	c.s.countReplies(written)
 	if cap(buf) > keepEncodeBuffer {
 		buf = nil
 	}
 	c.encoded.Store(int64(cap(buf)))
 	return buf, true
+}
+
+// write writes buf, which holds replies replies, within WriteTimeout, and
+// reports whether it could.
+func (c *serverConn) write(buf []byte, replies int) bool {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.limits.WriteTimeout))
+	if _, err := c.nc.Write(buf); err != nil {
+		if isTimeout(err) {
+			c.s.countTimedOut()
+		}
+		return false
+	}
+	c.s.countReplies(replies)
+	return true
+}
+
+// chatterTypes are what a Chatty server sends unprompted, in turn.
+var chatterTypes = [...]wire.Type{wire.TypeStatusChange, wire.TypeManifests, wire.TypeEndpoints, wire.TypePing}
+
+// appendChatter appends the next frame a Chatty server sends unprompted.
+// Its pings are counted, so that their pongs are not charged as
+// unsolicited.
+func (c *serverConn) appendChatter(buf []byte) []byte {
+	t := chatterTypes[c.chatter%uint32(len(chatterTypes))]
+	c.chatter++
+	if t == wire.TypePing {
+		c.pings.Add(1)
+	}
+	c.s.count(func(st *ServerStats) *int { return &st.Chatter })
+	// Chatter types always encode.
+	out, _ := wire.AppendChatter(buf, t, c.chatter)
+	return out
 }
 
 // replyHeap orders timed replies by (at, seq).

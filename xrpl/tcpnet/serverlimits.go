@@ -27,7 +27,10 @@ const (
 	DefaultIdleTimeout     = 2 * time.Minute
 	DefaultFrameTimeout    = 20 * time.Second
 	DefaultWriteTimeout    = 20 * time.Second
-	DefaultMaxWaiting      = 32
+	// DefaultMaxWaiting is above resource.DropSendQueue, so that a server
+	// with rippled's limits drops queries, as rippled does, before it
+	// stops reading a connection.
+	DefaultMaxWaiting      = 256
 	DefaultMaxWaitingTotal = 512
 	DefaultMaxReplyBytes   = 32 << 20
 	// DefaultMaxRequestFrame caps a request's frame: a query for

@@ -10,6 +10,14 @@
 //	the next 26 bits:   payload size in bytes, big-endian (at most 64 MiB)
 //	bytes 4-5:          message type, big-endian (3 TMPing, 42 TMGetObjectByHash)
 //
+// A peer receives frames of many other types, unprompted: rippled sends every
+// peer status changes, manifests, endpoints, validations, proposals and
+// transactions. ReadFrame skips a frame of a type this package does not
+// decode, whole, without allocating its payload, and says so with
+// ErrUnknownType, after which the stream is still good: a receiver counts it
+// and reads on, as rippled does. AppendChatter writes the ones a test peer
+// sends to show that.
+//
 // The request ID travels inside the message, in TMGetObjectByHash.seq or
 // TMPing.seq, a uint32: the scheduler must issue IDs that fit (see
 // scheduler.Config.RequestIDs). A connection owner reads frames with
@@ -43,7 +51,7 @@ import (
 // Type is a frame's message type: rippled's MessageType.
 type Type uint16
 
-// The frame types this package speaks: 3 and 42.
+// The frame types this package decodes: 3 and 42.
 const (
 	// TypePing (mtPING) carries a TMPing: a Ping or a Pong.
 	TypePing = Type(protocol.MessageType_mtPING)
@@ -52,17 +60,37 @@ const (
 	TypeGetObjects = Type(protocol.MessageType_mtGET_OBJECTS)
 )
 
+// Frame types rippled sends every peer unprompted, which this package frames
+// (AppendChatter) but does not decode: a receiver skips them.
+const (
+	TypeManifests    Type = 2  // mtMANIFESTS: validators' manifests
+	TypeEndpoints    Type = 15 // mtENDPOINTS: addresses of other peers
+	TypeStatusChange Type = 34 // mtSTATUS_CHANGE: the sender's state and ledger
+)
+
 func (t Type) String() string {
 	switch t {
 	case TypePing:
 		return "Ping"
 	case TypeGetObjects:
 		return "GetObjectByHash"
+	case TypeManifests:
+		return "Manifests"
+	case TypeEndpoints:
+		return "Endpoints"
+	case TypeStatusChange:
+		return "StatusChange"
 	}
 	return fmt.Sprintf("Type(%d)", uint16(t))
 }
 
-func (t Type) known() bool { return t == TypePing || t == TypeGetObjects }
+// decoded reports whether DecodeMessage decodes frames of type t.
+func (t Type) decoded() bool { return t == TypePing || t == TypeGetObjects }
+
+// defined reports whether AppendFrame writes frames of type t.
+func (t Type) defined() bool {
+	return t.decoded() || t == TypeManifests || t == TypeEndpoints || t == TypeStatusChange
+}
 
 // Sizes and limits.
 const (
@@ -94,7 +122,8 @@ var (
 	// bytes, an object type other than state nodes).
 	ErrMalformed = errors.New("wire: malformed frame")
 	// ErrUnknownType: a frame type, or a message's Go type, this package
-	// does not know.
+	// does not know. From ReadFrame it means the frame was skipped whole
+	// and the stream is still good.
 	ErrUnknownType = errors.New("wire: unknown frame type")
 	// ErrIDRange: a request ID above 32 bits, which the messages' seq
 	// fields cannot carry.
@@ -110,14 +139,18 @@ type Frame struct {
 
 // ReadFrame reads one frame from r. maxFrame caps the payload (zero or less
 // means DefaultMaxFrame); ReadFrame allocates only the payload, and only once
-// its size has passed that cap and its type is known.
+// its size has passed that cap and its type is one DecodeMessage decodes.
+//
+// A frame of any other type within the cap is read past, its payload
+// discarded through a small buffer, and ReadFrame returns a Frame holding
+// only its Type, with an error wrapping ErrUnknownType: the stream is still
+// good, and the caller may count the frame and read on.
 //
 // It returns io.EOF if r ends before the first byte of a frame, and
 // io.ErrUnexpectedEOF if it ends inside one; otherwise an error wrapping
-// ErrOversized (payload above maxFrame), ErrMalformed (compression or
-// reserved bits set) or ErrUnknownType, or r's own error. After any error
-// the rest of the stream is unusable: ReadFrame may have consumed part of a
-// frame.
+// ErrOversized (payload above maxFrame) or ErrMalformed (compression or
+// reserved bits set), or r's own error. After any of these errors the rest
+// of the stream is unusable: ReadFrame may have consumed part of a frame.
 func ReadFrame(r io.Reader, maxFrame int) (Frame, error) {
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
@@ -142,8 +175,11 @@ func ReadFrame(r io.Reader, maxFrame int) (Frame, error) {
 		return Frame{}, unexpected(err)
 	}
 	f := Frame{Type: Type(binary.BigEndian.Uint16(hdr[4:]))}
-	if !f.Type.known() {
-		return Frame{}, fmt.Errorf("%w: %d", ErrUnknownType, uint16(f.Type))
+	if !f.Type.decoded() {
+		if _, err := io.CopyN(io.Discard, r, int64(size)); err != nil {
+			return Frame{}, unexpected(err)
+		}
+		return f, fmt.Errorf("%w: %d, %d bytes skipped", ErrUnknownType, uint16(f.Type), size)
 	}
 	if size > 0 {
 		f.Payload = make([]byte, size)
@@ -164,7 +200,8 @@ func unexpected(err error) error {
 }
 
 // AppendFrame appends f's encoding to dst. It fails, leaving dst as it was,
-// with ErrUnknownType for a type this package does not define and
+// with ErrUnknownType for a type this package does not define (3 and 42,
+// and the unprompted types 2, 15 and 34) and
 // ErrOversized if the payload does not fit the size field. It does not check
 // the receiver's cap: a sender must keep frames within what its peers accept
 // (DefaultMaxFrame unless agreed otherwise).
@@ -190,7 +227,7 @@ func WriteFrame(w io.Writer, f Frame) error {
 // checkFrame says whether a frame of type t with n payload bytes may be
 // written.
 func checkFrame(t Type, n int) error {
-	if !t.known() {
+	if !t.defined() {
 		return fmt.Errorf("%w: %d", ErrUnknownType, uint16(t))
 	}
 	if n > MaxPayload {

@@ -150,42 +150,60 @@ func DecodeMessage(f Frame, maxItems int) (id uint64, msg any, err error) {
 }
 
 func decodeGetObjects(p []byte, maxItems int) (uint64, any, error) {
+	m, err := unmarshalGetObjects(p, maxItems)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, msg := getObjectsValue(m)
+	return id, msg, nil
+}
+
+// unmarshalGetObjects decodes and checks a TMGetObjectByHash payload,
+// counting its objects before protobuf allocates them.
+func unmarshalGetObjects(p []byte, maxItems int) (*protocol.TMGetObjectByHash, error) {
 	if maxItems <= 0 {
 		maxItems = DefaultMaxItems
 	}
 	n, err := countObjects(p)
 	if err != nil {
-		return 0, nil, err
+		return nil, err
 	}
 	if n > maxItems {
-		return 0, nil, fmt.Errorf("%w: %d objects, limit %d", ErrOversized, n, maxItems)
+		return nil, fmt.Errorf("%w: %d objects, limit %d", ErrOversized, n, maxItems)
 	}
 	var m protocol.TMGetObjectByHash
 	if err := proto.Unmarshal(p, &m); err != nil {
-		return 0, nil, fmt.Errorf("%w: TMGetObjectByHash: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: TMGetObjectByHash: %v", ErrMalformed, err)
 	}
 	if m.GetType() != protocol.TMGetObjectByHash_otSTATE_NODE {
-		return 0, nil, fmt.Errorf("%w: objects of type %v, want state nodes", ErrMalformed, m.GetType())
+		return nil, fmt.Errorf("%w: objects of type %v, want state nodes", ErrMalformed, m.GetType())
 	}
-	objects := m.GetObjects()
-	for i, o := range objects {
+	for i, o := range m.GetObjects() {
 		if len(o.GetHash()) != ledger.HashSize {
-			return 0, nil, fmt.Errorf("%w: object %d has a %d-byte hash", ErrMalformed, i, len(o.GetHash()))
+			return nil, fmt.Errorf("%w: object %d has a %d-byte hash", ErrMalformed, i, len(o.GetHash()))
 		}
 	}
+	return &m, nil
+}
+
+// getObjectsValue returns the request ID and Go value of a checked
+// TMGetObjectByHash: a ledger.GetObjects for a query, a ledger.Objects for a
+// reply.
+func getObjectsValue(m *protocol.TMGetObjectByHash) (uint64, any) {
+	objects := m.GetObjects()
 	id := uint64(m.GetSeq())
 	if m.GetQuery() {
 		q := ledger.GetObjects{Hashes: make([]ledger.Hash, len(objects))}
 		for i, o := range objects {
 			q.Hashes[i] = ledger.Hash(o.GetHash())
 		}
-		return id, q, nil
+		return id, q
 	}
 	r := ledger.Objects{Items: make([]ledger.Object, len(objects))}
 	for i, o := range objects {
 		r.Items[i] = ledger.Object{Hash: ledger.Hash(o.GetHash()), Data: o.GetData()}
 	}
-	return id, r, nil
+	return id, r
 }
 
 // countObjects walks p's top-level fields and counts the objects, so that a

@@ -98,9 +98,8 @@ func TestReadFrameErrors(t *testing.T) {
 		{"compressed (LZ4)", header(0x90000010, 42), 0, ErrMalformed},
 		{"compressed flag alone", header(0x80000010, 42), 0, ErrMalformed},
 		{"reserved bits", header(0x04000000, 42), 0, ErrMalformed},
-		{"unknown type zero", header(0, 0), 0, ErrUnknownType},
-		{"unknown type (mtGET_LEDGER)", header(2, 31), 0, ErrUnknownType},
-		{"unknown type high", header(0, 0xffff), 0, ErrUnknownType},
+		{"unknown type cut in its payload", header(2, 31), 0, io.ErrUnexpectedEOF},
+		{"unknown type oversized", header(1001, 31), 1000, ErrOversized},
 		{"truncated size", []byte{0, 0}, 0, io.ErrUnexpectedEOF},
 		{"truncated header", header(2, 42)[:5], 0, io.ErrUnexpectedEOF},
 		{"size only", header(2, 42)[:4], 0, io.ErrUnexpectedEOF},
@@ -165,6 +164,7 @@ func TestAppendFrameErrors(t *testing.T) {
 	}{
 		{Frame{Type: 0}, ErrUnknownType},
 		{Frame{Type: 99}, ErrUnknownType},
+		{Frame{Type: 31}, ErrUnknownType},
 	} {
 		got, err := AppendFrame(dst, c.f)
 		require.ErrorIs(t, err, c.want)
@@ -202,6 +202,13 @@ func FuzzReadFrame(f *testing.F) {
 		for {
 			start := len(data) - r.Len()
 			fr, err := ReadFrame(r, 4096)
+			if errors.Is(err, ErrUnknownType) {
+				// Skipped whole: only its type, and the stream goes on.
+				if fr.Type.decoded() || fr.Payload != nil {
+					t.Fatalf("skipped %+v", fr)
+				}
+				continue
+			}
 			if err != nil {
 				if fr.Type != 0 || fr.Payload != nil {
 					t.Fatalf("error %v with a frame %+v", err, fr)
@@ -220,4 +227,73 @@ func FuzzReadFrame(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReadFrameSkipsUnknownTypes: a frame of a type this package does not
+// decode is read past whole, without its payload, and the frame after it
+// reads as if it had not been there, as a rippled peer skips what it does
+// not know.
+func TestReadFrameSkipsUnknownTypes(t *testing.T) {
+	var stream []byte
+	stream = append(stream, header(0, 0)...)
+	stream = append(stream, header(3, 31)...)
+	stream = append(stream, 1, 2, 3)
+	stream = append(stream, header(100_000, 0xffff)...)
+	stream = append(stream, make([]byte, 100_000)...)
+	ok, err := AppendMessage(nil, 5, sampleObjects())
+	require.NoError(t, err)
+	stream = append(stream, ok...)
+
+	r := bytes.NewReader(stream)
+	for _, want := range []Type{0, 31, 0xffff} {
+		f, err := ReadFrame(r, 200_000)
+		require.ErrorIs(t, err, ErrUnknownType)
+		require.Equal(t, Frame{Type: want}, f)
+	}
+	f, err := ReadFrame(r, 200_000)
+	require.NoError(t, err)
+	id, msg, err := DecodeMessage(f, 0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(5), id)
+	require.Equal(t, sampleObjects(), msg)
+	_, err = ReadFrame(r, 0)
+	require.ErrorIs(t, err, io.EOF)
+}
+
+// TestReadFrameSkipsWithoutAllocating: skipping a large unknown frame
+// allocates nothing like its size.
+func TestReadFrameSkipsWithoutAllocating(t *testing.T) {
+	const size = 4 << 20
+	in := append(header(size, 31), make([]byte, size)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadFrame(bytes.NewReader(in), size)
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, ErrUnknownType)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<10))
+}
+
+// TestChatter: each unprompted frame is well-formed, skipped by ReadFrame
+// (but the Ping, which decodes), and anything else is refused.
+func TestChatter(t *testing.T) {
+	for _, typ := range []Type{TypeStatusChange, TypeManifests, TypeEndpoints} {
+		b, err := AppendChatter(nil, typ, 77)
+		require.NoError(t, err)
+		f, err := ReadFrame(bytes.NewReader(b), 0)
+		require.ErrorIs(t, err, ErrUnknownType, "%v", typ)
+		require.Equal(t, typ, f.Type)
+	}
+	b, err := AppendChatter(nil, TypePing, 77)
+	require.NoError(t, err)
+	f, err := ReadFrame(bytes.NewReader(b), 0)
+	require.NoError(t, err)
+	id, msg, err := DecodeMessage(f, 0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(77), id)
+	require.Equal(t, Ping{}, msg)
+
+	keep := []byte("keep")
+	got, err := AppendChatter(keep, TypeGetObjects, 1)
+	require.ErrorIs(t, err, ErrUnknownType)
+	require.Equal(t, keep, got)
 }

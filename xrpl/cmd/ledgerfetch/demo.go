@@ -32,6 +32,8 @@ type demoPeer struct {
 	// drops (over TCP); dropAt is when it drops (simulated).
 	dropAfter int
 	dropAt    time.Duration
+	// limitsOff turns its rippled limits off (-peer-limits off).
+	limitsOff bool
 }
 
 // downFor is how long the dropper stays away.
@@ -52,7 +54,7 @@ const misbehaviourRate = 0.3
 func demoPeers(o options, nodes int) []demoPeer {
 	peers := make([]demoPeer, o.peers)
 	for i := range peers {
-		peers[i] = demoPeer{id: peer.ID(fmt.Sprintf("p%02d", i)), role: honest, loss: o.loss}
+		peers[i] = demoPeer{id: peer.ID(fmt.Sprintf("p%02d", i)), role: honest, loss: o.loss, limitsOff: o.peerLimitsOff}
 	}
 	next := o.peers - 1
 	for range o.misbehave {
@@ -94,7 +96,7 @@ func (p demoPeer) behaviour() tcpnet.Behaviour {
 // profile is p simulated, one of peers. With chaos every peer goes down at
 // random, so that some peer does every chaosEvery on average.
 func (p demoPeer) profile(chaos bool, peers int) simnet.Profile {
-	prof := simnet.Profile{Latency: p.latency, Loss: p.loss, Faults: p.faults}
+	prof := simnet.Profile{Latency: p.latency, Loss: p.loss, Faults: p.faults, LimitsOff: p.limitsOff}
 	switch {
 	case chaos:
 		prof.RandomOutages = &simnet.RandomOutages{MeanUp: chaosEvery * time.Duration(peers), MeanDown: chaosMeanDown}

@@ -31,6 +31,7 @@ type peerCounts struct {
 	// "idle timeout", "dial failed"...).
 	Reasons     map[string]int `json:"disconnect_reasons,omitempty"`
 	connections int            // the host saw it connect
+	unknown     int            // frames of types we do not decode, skipped (see said)
 }
 
 func newPeerEvents() *peerEvents {
@@ -73,6 +74,26 @@ func (e *peerEvents) ended(id peer.ID, why tcpnet.Reason) {
 		c.Reasons = map[string]int{}
 	}
 	c.Reasons[string(why)]++
+}
+
+// skipped counts a frame of a type we do not decode that id sent.
+func (e *peerEvents) skipped(id peer.ID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.peerLocked(id).unknown++
+}
+
+// unknownFrames returns, by peer, the frames skipped for their type.
+func (e *peerEvents) unknownFrames() map[peer.ID]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[peer.ID]int{}
+	for id, c := range e.byPeer {
+		if c.unknown > 0 {
+			out[id] = c.unknown
+		}
+	}
+	return out
 }
 
 func (e *peerEvents) killed(id peer.ID) {

@@ -193,7 +193,9 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	events := nw.events()
 	nw.close()
 	stop()
+	said, counted := nw.said() // after close: the peers' counts are final
 	res := newResult(rep, o, roles, events, err)
+	res.noteSaid(said, counted, o.peerLimitsOff)
 	res.noteStore(o, store)
 	if rep.Complete {
 		took, err := store.compact(ctx)

@@ -27,6 +27,11 @@ type network interface {
 	// of a peer it judged useless (fetch.Config.Disconnect). It returns at
 	// once and may be called from the host's callbacks.
 	disconnect(id peer.ID)
+	// said returns, by peer, what the peers said of us (see peerSaid):
+	// the frames of unknown types we skipped, and, for in-process peers
+	// (counted true), what their own counters say; external peers'
+	// counters are theirs.
+	said() (byPeer map[peer.ID]peerSaid, counted bool)
 }
 
 // startNetwork starts the peers o describes serving l, wires them to host
@@ -55,6 +60,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 				if o.chaos {
 					ready.events.killed(p.ID())
 				}
+				ready.events.ended(p.ID(), tcpnet.Reason(p.Down()))
 				_ = ready.Disconnect(p.ID())
 			},
 			OnReconnect: func(p *simnet.Peer) {
@@ -84,7 +90,7 @@ func startNetwork(ctx context.Context, o options, l *ledger.Ledger, host tcpnet.
 		tn := &tcpNetwork{client: tcpnet.NewClient(ready, clientConfig(o, ready.events, meter)), counts: ready.events}
 		for i, dp := range peers {
 			roles[dp.id] = dp.role
-			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(), Seed: o.seed + uint64(i)})
+			s, err := tcpnet.NewServer(tcpnet.ServerConfig{Ledger: l, Behaviour: dp.behaviour(), Seed: o.seed + uint64(i), LimitsOff: dp.limitsOff})
 			if err == nil {
 				err = s.Listen("127.0.0.1:0")
 			}
@@ -188,8 +194,19 @@ func (m memNetwork) events() map[string]peerCounts { return m.counts.snapshot() 
 func (m memNetwork) close()                        { m.sim.Close() }
 
 // disconnect takes the simulated peer off the host; simulated peers do not
-// redial (only -chaos brings a peer back, after its outage).
+// redial (only -chaos brings a peer back, after its outage, and a peer that
+// cut us off for our charges lets a modelled redial back in).
 func (m memNetwork) disconnect(id peer.ID) { _ = m.host.Disconnect(id) }
+
+func (m memNetwork) said() (map[peer.ID]peerSaid, bool) {
+	out := map[peer.ID]peerSaid{}
+	for _, p := range m.sim.Peers() {
+		st := p.Stats()
+		out[p.ID()] = peerSaid{Warnings: st.Resources.Warnings, Drops: st.Resources.Drops, RedialsRefused: st.Resources.Refused,
+			BalancePeak: st.Resources.PeakBalance, QueriesDropped: st.BusyDrops}
+	}
+	return withUnknown(out, m.counts), true
+}
 
 // tcpNetwork is in-process servers (none with -connect) and the client
 // connected to them.
@@ -217,6 +234,16 @@ func (n *tcpNetwork) stopFaults() {
 		<-n.chaosDone
 		n.stopChaos = nil
 	}
+}
+
+func (n *tcpNetwork) said() (map[peer.ID]peerSaid, bool) {
+	out := map[peer.ID]peerSaid{}
+	for i, s := range n.servers {
+		st := s.Stats()
+		out[n.serverIDs[i]] = peerSaid{Warnings: st.Resources.Warnings, Drops: st.Resources.Drops, RedialsRefused: st.Resources.Refused,
+			BalancePeak: st.Resources.PeakBalance, QueriesDropped: st.BusyDrops}
+	}
+	return withUnknown(out, n.counts), len(n.servers) > 0
 }
 
 func (n *tcpNetwork) close() {

@@ -28,14 +28,17 @@ type options struct {
 	loss         float64
 	chaos        bool
 	misbehave    int
-	transport    string // "tcp" or "mem"
-	seed         uint64
-	json         bool
-	strategy     []string // "scheduler", "peerset", "rippled", in the order to run
-	connect      []string // external peers' addresses
-	timeout      time.Duration
-	stall        time.Duration
-	wait         time.Duration // for the peers to connect before the fetch starts
+	// peerLimitsOff turns off the in-process peers' rippled limits
+	// (-peer-limits off), to compare.
+	peerLimitsOff bool
+	transport     string // "tcp" or "mem"
+	seed          uint64
+	json          bool
+	strategy      []string // "scheduler", "peerset", "rippled", in the order to run
+	connect       []string // external peers' addresses
+	timeout       time.Duration
+	stall         time.Duration
+	wait          time.Duration // for the peers to connect before the fetch starts
 	// answerTimeout drops a TCP peer that, asked something, sends nothing
 	// for this long (tcpnet.ConnConfig.AnswerTimeout).
 	answerTimeout time.Duration
@@ -53,7 +56,7 @@ var errUsage = errors.New("usage")
 // stderr and returns flag.ErrHelp.
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var latency, strategy, connect, root string
+	var latency, strategy, connect, root, peerLimits string
 	fs := flag.NewFlagSet("ledgerfetch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -86,6 +89,7 @@ Flags:
 	rateLimits := fs.String("rate-limits", "rippled", "rippled keeps each peer the scheduler sends to within what a rippled peer accepts without a warning, with a margin (fetch.RippledRate: 16 queries a second after a burst of 64; a rippled peer warns at 20 a second); off sends as fast as the peers' limits allow, to compare")
 	fs.StringVar(&latency, "latency", "varied", "peers' latency: varied (each peer its own median, from 5ms for p00 up to 35ms, the same whatever -peers is), none, fixed:20ms, uniform:5ms-40ms or lognormal:20ms,0.5")
 	fs.Float64Var(&o.loss, "loss", 0, "probability that a peer silently drops a request")
+	fs.StringVar(&peerLimits, "peer-limits", "on", "on: the in-process peers limit us as rippled peers do (fees per query, a warning at a balance of 5,000, a cut at 25,000 and refused redials while it stays there, queries dropped while 192 replies wait); off: they only count, to compare")
 	fs.BoolVar(&o.chaos, "chaos", false, "kill peers at random moments during the fetch and restart them shortly after")
 	fs.IntVar(&o.misbehave, "misbehave", 0, "peers that misbehave: spoofed request IDs, duplicates, corrupt objects, wrong types (unless given: 1 with 4 peers or more, none with fewer, where one would be a large share of the peers)")
 	fs.StringVar(&o.transport, "transport", "tcp", "tcp (real sockets on 127.0.0.1) or mem (simulated peers on the real clock)")
@@ -118,6 +122,13 @@ Flags:
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	switch peerLimits {
+	case "on":
+	case "off":
+		o.peerLimitsOff = true
+	default:
+		return o, fmt.Errorf("%w: -peer-limits %q: want on or off", errUsage, peerLimits)
+	}
 	if err := o.check(given, latency, strategy, connect); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -142,7 +153,7 @@ const minPeersToMisbehave = 4
 
 // flagsWithoutConnect are the flags that describe the in-process peers, and
 // so have no effect with -connect: the peers there run with their own.
-var flagsWithoutConnect = []string{"peers", "chaos", "latency", "misbehave", "loss"}
+var flagsWithoutConnect = []string{"peers", "chaos", "latency", "misbehave", "loss", "peer-limits"}
 
 // check completes o from the flags' strings and checks every value, each
 // error naming its flag and the reason. given holds the flags set on the

@@ -29,6 +29,16 @@ type result struct {
 	Events map[string]peerCounts `json:"peer_events,omitempty"`
 	Error  string                `json:"error,omitempty"`
 
+	// What the peers said of us (see peerSaid), in total (its fields at
+	// the top level) and by peer (peers that said nothing left out);
+	// PeerLimits says whether the in-process peers had rippled's limits
+	// on ("on", "off"; "theirs" for external peers), and PeerCounters
+	// where the counts come from.
+	peerSaid
+	PeersSaid    map[string]peerSaid `json:"peers_said,omitempty"`
+	PeerLimits   string              `json:"peer_limits"`
+	PeerCounters string              `json:"peer_counters"`
+
 	// For a real ledger (-ledger): the file, the ledger, and whether the
 	// state rebuilt from the fetched (and reused) nodes has its
 	// account_hash.
@@ -160,6 +170,7 @@ func writeReport(w io.Writer, r result) {
 	fmt.Fprintf(w, "  asked again  %s objects (%s missing, %s corrupt, the rest in failed requests)\n",
 		commas(r.Retries), commas(r.Missing), commas(r.Corrupt))
 	writeEvents(w, r)
+	writeSaid(w, r)
 	d := r.Dropped
 	fmt.Fprintf(w, "  dropped      %s duplicate, %s late, %s of the wrong type, %s spoofed (%s wrong peer, %s unknown ID) responses\n",
 		commas(d.Duplicate), commas(d.Late), commas(d.WrongType), commas(d.Spoofed), commas(d.WrongPeer), commas(d.Unknown))

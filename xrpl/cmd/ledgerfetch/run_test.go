@@ -416,6 +416,7 @@ func TestUsageErrors(t *testing.T) {
 		{"-transport", "udp"}, {"-strategy", "fastest"}, {"-latency", "uniform:9ms-1ms"}, {"-peers", "0"},
 		{"-misbehave", "9", "-peers", "3"}, {"-batch", "5000"}, {"-loss", "1.5"}, {"stray"}, {"-connect", "x:1", "-transport", "mem"},
 		{"-base", "x.json"}, {"-ledger", "no-such-ledger.json"}, {"-channels", "-1"},
+		{"-peer-limits", "maybe"}, {"-connect", "x:1", "-peer-limits", "off"},
 	} {
 		code, stdout, stderr := runCmd(t, a...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, "ledgerfetch:") {

@@ -6,6 +6,7 @@ import (
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/xrpl/penalty"
 	"github.com/peersched/peersched/xrpl/tcpnet"
+	"github.com/peersched/peersched/xrpl/wire"
 )
 
 // trafficMeter adds up, by peer and over all its connections, the bytes
@@ -53,7 +54,8 @@ func clientConfig(o options, events *peerEvents, meter *trafficMeter) tcpnet.Cli
 	return tcpnet.ClientConfig{
 		Channels: o.peerChannels(),
 		Seed:     o.seed,
-		Conn:     tcpnet.ConnConfig{AnswerTimeout: o.answerTimeout, Traffic: meter.count},
-		Ended:    func(id peer.ID, why error) { events.ended(id, tcpnet.ReasonOf(why)) },
+		Conn: tcpnet.ConnConfig{AnswerTimeout: o.answerTimeout, Traffic: meter.count,
+			Skipped: func(id peer.ID, _ wire.Type) { events.skipped(id) }},
+		Ended: func(id peer.ID, why error) { events.ended(id, tcpnet.ReasonOf(why)) },
 	}
 }

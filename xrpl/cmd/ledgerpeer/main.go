@@ -48,6 +48,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	jitter := fs.Duration("jitter", 0, "answers are delayed uniformly within latency ± jitter (at most -latency)")
 	loss := fs.Float64("loss", 0, "probability of ignoring a request, from 0 to 1")
 	misbehave := fs.Float64("misbehave", 0, "probability of lying in an answer, from 0 to 1: spoofed IDs, duplicates, corrupt objects, wrong types")
+	peerLimits := fs.String("peer-limits", "on", "on: limit clients as a rippled peer does (fees per query and ping, a cut at a balance of 25,000 and refused redials while it stays there, queries dropped while 192 replies wait); off: only count, to compare")
+	chatty := fs.Bool("chatty", false, "talk as rippled does to every peer: interleave status changes, manifests, endpoints and pings with the replies")
 	var lim tcpnet.ServerLimits
 	fs.IntVar(&lim.MaxConns, "max-conns", tcpnet.DefaultMaxConns, "connections served at once; more are closed as they come")
 	fs.IntVar(&lim.MaxConnsPerAddr, "max-conns-per-addr", tcpnet.DefaultMaxConnsPerAddr, "connections served at once from one IP address")
@@ -65,6 +67,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := checkFlags(fs.Args(), *objects, *latency, *jitter, *loss, *misbehave)
 	if err == nil {
 		err = checkLimits(lim)
+	}
+	if err == nil && *peerLimits != "on" && *peerLimits != "off" {
+		err = fmt.Errorf("-peer-limits %q: want on or off", *peerLimits)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
@@ -86,6 +91,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Ledger: l,
 		Seed:   *seed,
 		Limits: lim,
+		// Rippled's limits unless -peer-limits off.
+		LimitsOff: *peerLimits == "off",
+		Chatty:    *chatty,
 		Behaviour: tcpnet.Behaviour{
 			Latency: simnet.Uniform(*latency-*jitter, *latency+*jitter),
 			Loss:    *loss,
@@ -107,6 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	st := srv.Stats()
 	fmt.Fprintf(stdout, "ledgerpeer: stopped after %v: %d connections, %d requests, %d replies, %d refused, %d rejected over the connection caps, %d timed out, %d accept errors\n",
 		time.Since(start).Round(time.Millisecond), st.Accepted, st.Requests, st.Replies, st.Refused, st.Rejected, st.TimedOut, st.AcceptErrors)
+	r := st.Resources
+	fmt.Fprintf(stdout, "ledgerpeer: as a rippled peer (limits %s): %d warnings, %d connections cut for their charges, %d redials refused, peak balance %d; %d queries dropped while busy, %d replies truncated, %d unknown frames skipped, %d useless frames charged, %d frames of chatter sent\n",
+		*peerLimits, r.Warnings, r.Drops, r.Refused, r.PeakBalance, st.BusyDrops, st.Truncated, st.UnknownFrames, st.Useless, st.Chatter)
 	return 0
 }
 

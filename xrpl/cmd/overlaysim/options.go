@@ -41,7 +41,7 @@ var errUsage = errors.New("usage")
 // prints the usage to stderr and returns flag.ErrHelp.
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var strategies, overflow string
+	var strategies, overflow, peerLimits string
 	var minLatency, maxLatency time.Duration
 	svc := overlay.DefaultService
 	fs := flag.NewFlagSet("overlaysim", flag.ContinueOnError)
@@ -76,6 +76,7 @@ Flags:
 	fs.DurationVar(&minLatency, "min-latency", overlay.DefaultMinLatency, "shortest one-way link latency")
 	fs.DurationVar(&maxLatency, "max-latency", overlay.DefaultMaxLatency, "longest one-way link latency")
 	fs.DurationVar(&o.cfg.TimeLimit, "time-limit", overlay.DefaultTimeLimit, "virtual time after which fetches still running count as incomplete")
+	fs.StringVar(&peerLimits, "peer-limits", "on", "on: every node limits its neighbours as a rippled peer does (fees per query, a warning at a balance of 5,000, a cut at 25,000 and refused redials, queries dropped while 192 answers are queued); off: it only counts, to compare")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of tables")
 	fs.StringVar(&o.svg, "svg", "", "write the completion curves to this SVG file")
 	if err := fs.Parse(args); err != nil {
@@ -127,6 +128,13 @@ Flags:
 		return bad("-max-latency 0: want a positive latency")
 	case c.TimeLimit <= 0:
 		return bad("-time-limit %v: want a positive duration", c.TimeLimit)
+	}
+	switch peerLimits {
+	case "on":
+	case "off":
+		c.LimitsOff = true
+	default:
+		return bad("-peer-limits %q: want on or off", peerLimits)
 	}
 	switch overflow {
 	case "drop":

@@ -55,8 +55,12 @@ func writeTable(w io.Writer, o options, out output) {
 	c, svc := o.cfg, o.cfg.Service
 	fmt.Fprintf(w, "overlay: %d nodes, degree %d, %d seeders, seed %d; ledger %s, %d nodes, %d bytes\n",
 		c.Nodes, c.Degree, seeders(o, out), c.Seed, out.Ledger, out.LedgerNodes, out.LedgerBytes)
-	fmt.Fprintf(w, "links %v–%v one way; each node serves with %d workers, %v per request + %v per object, %d waiting at most (%v beyond); batch %d; time limit %v\n\n",
-		c.MinLatency, c.MaxLatency, svc.Workers, svc.PerRequest, svc.PerObject, svc.QueueLimit, svc.Overflow, c.Batch, c.TimeLimit)
+	limits := "on"
+	if c.LimitsOff {
+		limits = "off"
+	}
+	fmt.Fprintf(w, "links %v–%v one way; each node serves with %d workers, %v per request + %v per object, %d waiting at most (%v beyond); batch %d; time limit %v; rippled's peer limits %s\n\n",
+		c.MinLatency, c.MaxLatency, svc.Workers, svc.PerRequest, svc.PerObject, svc.QueueLimit, svc.Overflow, c.Batch, c.TimeLimit, limits)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(label string, cell func(r strategyRun) string) {
 		fmt.Fprint(tw, label+"\t")
@@ -83,6 +87,11 @@ func writeTable(w io.Writer, o options, out output) {
 	row("requests sent", func(r strategyRun) string { return fmt.Sprint(r.Requests) })
 	row("timeouts", func(r strategyRun) string { return fmt.Sprint(r.Timeouts) })
 	row("neighbours judged useless", func(r strategyRun) string { return fmt.Sprint(r.Useless) })
+	row("peer warnings (rippled's, at 5,000)", func(r strategyRun) string { return fmt.Sprint(r.PeerWarnings) })
+	row("links cut by peers for charges", func(r strategyRun) string { return fmt.Sprint(r.PeerDrops) })
+	row("redials refused while cut off", func(r strategyRun) string { return fmt.Sprint(r.PeerRefused) })
+	row("queries dropped by busy peers", func(r strategyRun) string { return fmt.Sprint(r.QueriesDropped) })
+	row("peak balance at a peer", func(r strategyRun) string { return fmt.Sprint(r.PeerBalancePeak) })
 	row("bytes sent per node (mean)", func(r strategyRun) string { return byteCount(r.BytesPerNode) })
 	row("bytes sent, busiest node", func(r strategyRun) string { return byteCount(float64(r.MaxBytesSent)) })
 	row("duplicate objects received", func(r strategyRun) string { return fmt.Sprintf("%.3f%%", 100*r.DuplicateShare) })

@@ -32,6 +32,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"-per-object", "-1ms"}, "-per-object -1ms"},
 		{[]string{"-queue", "-1"}, "-queue -1"},
 		{[]string{"-overflow", "shed"}, `-overflow "shed"`},
+		{[]string{"-peer-limits", "maybe"}, `-peer-limits "maybe"`},
 		{[]string{"-min-latency", "-1ms"}, "-min-latency -1ms"},
 		{[]string{"-min-latency", "20ms", "-max-latency", "10ms"}, "-max-latency 10ms"},
 		{[]string{"-min-latency", "0s", "-max-latency", "0s"}, "-max-latency 0"},
@@ -134,7 +135,8 @@ func TestTableAndSVG(t *testing.T) {
 		t.Errorf("first line %q does not say 3 seeders", first)
 	}
 	for _, want := range []string{"scheduler (adaptive)", "fixed 4 channels", "peer set (4 channels)", "rippled (5 peers", "time to 50%", "time to 99%", "time to 100%",
-		"worst queueing delay", "peak requests waiting", "requests dropped (overload)", "bytes sent per node", "duplicate objects received", "fairness (Jain"} {
+		"worst queueing delay", "peak requests waiting", "requests dropped (overload)", "bytes sent per node", "duplicate objects received", "fairness (Jain",
+		"peer warnings", "links cut by peers for charges", "redials refused while cut off", "queries dropped by busy peers", "peak balance at a peer", "rippled's peer limits on"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
