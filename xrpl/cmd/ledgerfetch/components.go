@@ -22,22 +22,32 @@ type componentOptions struct {
 	bandwidth int64   // bytes a second, 0: no cap
 }
 
-// defaultLookups is -lookups' default: a modest stream, so that the first
-// report shows what the scheduler does for urgent traffic beside the bulk.
-const defaultLookups = 20
+// maxDefaultLookups caps -lookups' default: a modest stream, one a second
+// for each peer and at most this many, so that the first report shows
+// what the scheduler does for urgent traffic beside the bulk while the
+// lookups take a small share of what each peer accepts (a peer kept
+// within fetch.RippledRate takes 16 queries a second, lookups' included).
+const maxDefaultLookups = 20
+
+// defaultLookups is -lookups' default with peers peers.
+func defaultLookups(peers int) float64 { return float64(min(peers, maxDefaultLookups)) }
 
 // lookupKeys is how many of the ledger's leaves lookups choose from.
 const lookupKeys = 4096
 
 func (c *componentOptions) register(fs *flag.FlagSet) {
-	fs.Float64Var(&c.lookups, "lookups", defaultLookups, "lookups a second beside the fetch: each asks a peer for one state entry by hash, as an RPC server answering \"what is in account X\" does, at the scheduler's highest priority (with -strategy peerset or rippled: through a peer set of their own, the old way); 0 runs none")
+	fs.Float64Var(&c.lookups, "lookups", 0, "lookups a second beside the fetch (default: one a second for each peer, at most 20): each asks a peer for one state entry by hash, as an RPC server answering \"what is in account X\" does, at the scheduler's highest priority (with -strategy peerset or rippled: through a peer set of their own, the old way); 0 runs none")
 	fs.Float64Var(&c.relay, "relay", 0, "notifications a second to every peer beside the fetch, as transaction relay sends them, at the scheduler's middle priority, each closing a channel for 10ms (with -strategy peerset or rippled: sent straight to the peers); 0 sends none")
 	fs.Int64Var(&c.budget, "budget", 0, "cap the node's messages a second, over every peer and component, with a burst of a tenth of that (the scheduler's Config.Budget: higher priorities are served first, and the fetch keeps a share); 0: no cap. Scheduler only")
 	fs.Int64Var(&c.bandwidth, "bandwidth", 0, "cap the bytes a second of what the node sends, over every peer and component, with a burst of one second's worth (Config.Budget); 0: no cap. Scheduler only")
 }
 
-// check checks the flags, each error naming its flag. batch is -batch.
-func (c componentOptions) check(strategies []string, batch int) error {
+// check completes c (-lookups' default needs the peers' count) and
+// checks the flags, each error naming its flag. batch is -batch.
+func (c *componentOptions) check(given map[string]bool, peers int, strategies []string, batch int) error {
+	if !given["lookups"] {
+		c.lookups = defaultLookups(peers)
+	}
 	switch {
 	case !(c.lookups >= 0 && c.lookups <= node.MaxPerSecond):
 		return fmt.Errorf("-lookups %v: want 0 to %d a second", c.lookups, node.MaxPerSecond)

@@ -137,7 +137,7 @@ Flags:
 	if err := o.checkStore(root); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
-	if err := o.components.check(o.strategy, o.batch); err != nil {
+	if err := o.components.check(given, o.peers, o.strategy, o.batch); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return o, nil
