@@ -37,7 +37,7 @@ const (
 	// 131,072 take 7 MB, where 512 replies of wire.DefaultMaxItems objects
 	// would take 118 MB. Small replies, the usual ones, never reach it.
 	DefaultMaxWaitingObjects = 1 << 17
-	DefaultMaxReplyBytes   = 32 << 20
+	DefaultMaxReplyBytes     = 32 << 20
 	// DefaultMaxRequestFrame caps a request's frame: a query for
 	// wire.DefaultMaxItems hashes takes about 150 KB, so a client has no
 	// honest use for more, and the cap is what a half-sent frame can make
