@@ -50,6 +50,9 @@ type Scheduler struct {
 	// send called runtime.Goexit, so that the OnOffer it unwinds through
 	// does not report it a second time.
 	goexitInSend atomic.Uint64
+	// handedOff is set, under callbacksMu, when work is handed to a
+	// lingering drainer goroutine, which polls it without the lock.
+	handedOff atomic.Bool
 
 	offersMu lockorder.Mutex
 	// The following fields are guarded by offersMu.
@@ -93,9 +96,12 @@ type Scheduler struct {
 	callbacksMu lockorder.Mutex
 	// The following fields are guarded by callbacksMu.
 	pending        callbackQueue
-	draining       bool // a drainer is running
-	dispatchWanted bool // an offer may be possible
-	timerBusy      int  // timer callbacks running
+	batch          callbackQueue // the callbacks the drainer is running, taken from pending at once
+	draining       bool          // a drainer is running
+	lingering      bool          // a drainer goroutine ran out of work and waits for more; see lingerLocked
+	drainers       int           // drainer goroutines that have not ended
+	dispatchWanted bool          // an offer may be possible
+	timerBusy      int           // timer callbacks running
 	quiet          chan struct{}
 	quietClosed    bool            // quiet is closed: stopped, and nothing runs any more
 	idleWaiters    []chan struct{} // closed when the drainer next has nothing to do; see whenIdle

@@ -1,0 +1,53 @@
+package scheduler
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/peersched/peersched/offer"
+	"github.com/peersched/peersched/peer"
+	"github.com/peersched/peersched/receiver"
+)
+
+// The drainer runs the callbacks queued when it looks as one batch. A
+// callback that ends the drainer's goroutine with runtime.Goexit must not
+// take the rest of its batch with it: Stop queues every pending request's
+// failure at once, the first receiver called exits, and the others are
+// still told, in order, exactly once.
+func TestGoexitInABatchLeavesTheRestOfTheBatchToRun(t *testing.T) {
+	inEachMode(t, Config{}, func(w *world) {
+		w.connect("A", 3)
+		var order []peer.RequestID
+		exited := false
+		rcv := receiver.Funcs{Failure: func(id peer.RequestID, _ peer.ID, reason receiver.Reason) {
+			require.Equal(t, receiver.Shutdown, reason)
+			order = append(order, id)
+			if !exited {
+				exited = true
+				runtime.Goexit()
+			}
+		}}
+		var ids []peer.RequestID
+		snd := &script{onOffer: func(o offer.Offer) {
+			for i := range o.Len() {
+				id, err := o.Request(i, "x", rcv, time.Second)
+				require.NoError(t, err)
+				ids = append(ids, id)
+			}
+		}}
+		_, err := w.s.Schedule(snd, 0)
+		require.NoError(t, err)
+		w.settle()
+		require.Len(t, ids, 3)
+
+		done := make(chan struct{})
+		go func() { defer close(done); w.s.Stop() }() // inline, the Goexit ends this goroutine
+		<-done
+		w.settle()
+		require.Equal(t, ids, order, "every receiver told once, in order, the one that exited first")
+		require.Equal(t, uint64(1), w.s.Stats().PanicsHandled)
+	})
+}
