@@ -62,14 +62,14 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.pass != nil {
 		s.pass.Reset() // every offer is a new pass over the queue
 	}
-	t, snd, ok := s.queue.Next(s.pass, &s.pool)
+	c, ok := s.queue.Pick(s.pass, &s.pool)
 	if !ok {
 		return nil, 0, false
 	}
 	room := math.MaxInt
 	s.offerBytes = 0
 	if s.byteBucket != nil {
-		s.offerBytes = s.queue.Bytes(t)
+		s.offerBytes = c.Bytes
 	}
 	if s.budgeted {
 		if room = s.budgetRoomLocked(s.offerBytes); room == 0 {
@@ -78,8 +78,8 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	}
 	s.offerClass = 0
 	if s.classes != nil {
-		if class, ok := s.queue.Class(t); ok {
-			s.offerClass = int32(class) + 1
+		if c.Classed {
+			s.offerClass = int32(c.Class) + 1
 			room = min(room, s.classRoomLocked(s.offerClass))
 		}
 	}
@@ -90,10 +90,9 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.queue.Len() == 1 {
 		size = min(s.pool.Open(), room)
 	}
-	only, avoid := s.queue.Wants(t)
-	s.choices = s.pool.BestOf(s.choices[:0], s.maxOffer, only, avoid)
-	s.queue.Offered(t)
-	return snd, s.book.Open(t, snd, s.choices, size), true
+	s.choices = s.pool.BestOf(s.choices[:0], s.maxOffer, c.Only, c.Avoid)
+	s.queue.OfferedChosen(c)
+	return c.Sender, s.book.Open(c.Ticket, c.Sender, s.choices, size), true
 }
 
 // wakeSetAsideLocked tells the queue which peers' channels opened since it
