@@ -63,6 +63,7 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 		s.pass.Reset() // every offer is a new pass over the queue
 	}
 	c, ok := s.queue.Pick(s.pass, &s.pool)
+	s.trackOpenedLocked() // Pick may have set senders aside
 	if !ok {
 		return nil, 0, false
 	}
@@ -90,9 +91,10 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.queue.Len() == 1 {
 		size = min(s.pool.Open(), room)
 	}
-	s.choices = s.pool.BestOf(s.choices[:0], s.maxOffer, c.Only, c.Avoid)
+	// The channels are listed into the book's own list: no copy.
+	choices := s.pool.BestOf(s.book.Listing(), s.maxOffer, c.Only, c.Avoid)
 	s.queue.OfferedChosen(c)
-	return c.Sender, s.book.Open(c.Ticket, c.Sender, s.choices, size), true
+	return c.Sender, s.book.OpenListed(c.Ticket, c.Sender, choices, size), true
 }
 
 // wakeSetAsideLocked tells the queue which peers' channels opened since it
@@ -101,7 +103,7 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 // Caller holds offersMu.
 func (s *Scheduler) wakeSetAsideLocked() {
 	if !s.queue.SetAside() {
-		s.pool.ForgetOpened()
+		s.pool.IgnoreOpened(true)
 		return
 	}
 	s.opened = s.pool.TakeOpened(s.opened[:0])
@@ -110,6 +112,15 @@ func (s *Scheduler) wakeSetAsideLocked() {
 		s.opened[i] = ""
 	}
 }
+
+// trackOpenedLocked has the pool record the peers whose channels open
+// (Pool.TakeOpened) while some sender is set aside to wait for them, and
+// only then: with no sender waiting so, which is the case when no sender
+// has wants, a channel opening costs nothing for them. The record starts
+// when the first sender is set aside, and openings before that changed
+// nothing for it: it was set aside for the channels open then. Caller
+// holds offersMu.
+func (s *Scheduler) trackOpenedLocked() { s.pool.IgnoreOpened(!s.queue.SetAside()) }
 
 // decideLocked carries out what the book decided about an offered sender.
 // Caller holds offersMu.
@@ -127,6 +138,7 @@ func (s *Scheduler) decideLocked(d offerqueue.Decision) {
 			return
 		}
 		s.queue.Decline(d.Ticket)
+		s.trackOpenedLocked() // a sender waiting for an opening is set aside
 	}
 }
 

@@ -71,11 +71,10 @@ type Scheduler struct {
 	// paced: a peer with a Rate has connected; pacing is each paced
 	// connection's pacer, by pool slot, and holds the paced peers whose
 	// bucket pays for no message yet (see pacing.go).
-	paced   bool
-	pacing  []pacedPeer
-	holds   paceHeap
-	choices []peerpool.Choice // scratch for building offers
-	opened  []peer.ID         // scratch for waking the senders set aside
+	paced  bool
+	pacing []pacedPeer
+	holds  paceHeap
+	opened []peer.ID // scratch for waking the senders set aside
 	// counts counts every message and response; peers counts them by peer,
 	// adding up to counts (see peerstats.go). Every event they count holds
 	// this lock, and most hold requestsMu too.
@@ -182,6 +181,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.rankSeed = rand.Uint64()
 	}
 	s.pool.SetRankSeed(s.rankSeed)
+	s.pool.IgnoreOpened(true) // until a sender is set aside: see trackOpenedLocked
 	s.table.SetIDRange(cfg.RequestIDs)
 	switch {
 	case cfg.PassOverLimit == 0:
