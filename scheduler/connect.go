@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/peersched/peersched/internal/peerpool"
 	"github.com/peersched/peersched/internal/requests"
@@ -108,13 +109,37 @@ func (s *Scheduler) connect(p peer.Peer, add func(peer.ID) (peerpool.Ref, error)
 // with reason Disconnected, at a cost proportional to their number; its
 // channels are never offered again. It fails with peer.ErrUnknownPeer or
 // ErrStopped.
-func (s *Scheduler) Disconnect(id peer.ID) error {
+func (s *Scheduler) Disconnect(id peer.ID) error { return s.disconnect(id, nil) }
+
+// DisconnectPeer is Disconnect for one connection: it removes p only if p
+// is the peer connected under p.ID(), the very value Connect or ConnectWith
+// was given (compared with ==). A host whose connections to one peer can
+// overlap, such as a new stream or socket connected while the old one's
+// reader has yet to report its end, calls it when a connection ends, so
+// that a late end of an old connection never removes its successor.
+//
+// It fails, changing nothing, with peer.ErrNilPeer, peer.ErrIncomparablePeer
+// (p's dynamic type cannot be compared: use a pointer), peer.ErrUnknownPeer
+// (nothing is connected under p's ID), peer.ErrNotThatPeer (another value
+// is) or ErrStopped.
+func (s *Scheduler) DisconnectPeer(p peer.Peer) error {
+	if p == nil {
+		return peer.ErrNilPeer
+	}
+	if !reflect.TypeOf(p).Comparable() {
+		return fmt.Errorf("%w: %T", peer.ErrIncomparablePeer, p)
+	}
+	return s.disconnect(p.ID(), p) // host code: ask before taking any lock
+}
+
+// disconnect removes the peer connected under id, if it is p or p is nil.
+func (s *Scheduler) disconnect(id peer.ID, p peer.Peer) error {
 	s.offersMu.Lock()
 	if s.stopped {
 		s.offersMu.Unlock()
 		return ErrStopped
 	}
-	ref, err := s.pool.Disconnect(id)
+	ref, err := s.pool.DisconnectIf(id, p)
 	if err != nil {
 		s.offersMu.Unlock()
 		return fmt.Errorf("%w: %q", err, id)
