@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -50,4 +51,29 @@ func TestGoexitInABatchLeavesTheRestOfTheBatchToRun(t *testing.T) {
 		require.Equal(t, ids, order, "every receiver told once, in order, the one that exited first")
 		require.Equal(t, uint64(1), w.s.Stats().PanicsHandled)
 	})
+}
+
+// A drainer goroutine that has run out of work lingers a moment for more;
+// Shutdown still returns only once it has ended (promise 10: no goroutine
+// of the scheduler's is left behind). Many short bursts, each followed at
+// once by a shutdown, catch one that returns while a drainer lingers.
+func TestShutdownWaitsForALingeringDrainer(t *testing.T) {
+	for range 200 {
+		s, err := New(Config{})
+		require.NoError(t, err)
+		require.NoError(t, s.Connect(&hostPeer{id: "A"}, 1))
+		sent := make(chan peer.RequestID, 1)
+		_, err = s.Schedule(&script{onOffer: func(o offer.Offer) {
+			id, err := o.Request(0, "x", receiver.Funcs{}, time.Hour)
+			require.NoError(t, err)
+			sent <- id
+		}}, 0)
+		require.NoError(t, err)
+		require.NoError(t, s.Deliver("A", <-sent, "pong"))
+		require.NoError(t, s.Shutdown(context.Background()))
+		s.callbacksMu.Lock()
+		drainers := s.drainers
+		s.callbacksMu.Unlock()
+		require.Zero(t, drainers, "Shutdown returned while a drainer goroutine was still running")
+	}
 }
