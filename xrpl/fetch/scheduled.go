@@ -112,8 +112,10 @@ type bulk struct {
 	inFlight map[hedge.CallID]*request // by the Hedger's name for each
 	slow     []*request                // past their soft deadlines, not hedged yet (see tail.go)
 	offered  []peer.ID                 // scratch for OnOffer: the peer of each channel
-	order    []int                     // scratch for OnOffer: channel indices in the order tried
-	ranks    []channelRank             // scratch for OnOffer: what fastestFirst ranks each channel by
+	// refusedSends counts the sends the host refused in the offer open.
+	refusedSends int
+	order        []int         // scratch for OnOffer: channel indices in the order tried
+	ranks        []channelRank // scratch for OnOffer: what fastestFirst ranks each channel by
 
 	hedger *hedge.Hedger // sends every request, and hedges them at the tail
 	// hedgeAvoid is the peers the judge penalised when hedgeSlowLocked last
@@ -121,6 +123,11 @@ type bulk struct {
 	// since the Hedger reads it through the scheduler it was given.
 	hedgeAvoid atomic.Pointer[[]peer.ID]
 }
+
+// refusedRetryWait is how long a sender whose every send the host refused,
+// with nothing of the fetch in flight, waits before it asks for another
+// offer: tcpnet's first redial wait.
+const refusedRetryWait = 50 * time.Millisecond
 
 // objectsType is the type of every answer the fetch's requests accept
 // (offer.Request.Expect): the answer to a ledger.GetObjects.
@@ -371,6 +378,7 @@ func (b *bulk) OnOffer(o offer.Offer) {
 	b.offered, b.order, b.ranks = offered, order, ranks
 
 	sent := 0
+	b.refusedSends = 0
 	for pass := range 2 {
 		anyPeer := pass == 1
 		if anyPeer && (sent > 0 || b.othersBusyLocked(offered)) {
@@ -388,6 +396,15 @@ func (b *bulk) OnOffer(o offer.Offer) {
 	b.hedgeSlowLocked()
 	if sent == 0 {
 		b.declined = true
+		if b.refusedSends > 0 && len(b.inFlight) == 0 {
+			// Every send was refused (a connection closing, say) and
+			// nothing of the fetch is in flight, whose end would wake
+			// the sender: left parked, it would wait for ever, while
+			// other peers' channels open. Wake it a moment later, as
+			// the redials do, not at once, which would spin on the
+			// refusing channel until its disconnect is processed.
+			b.armWakeLocked(now.Add(refusedRetryWait), now)
+		}
 		return
 	}
 	// By sending, this sender has left the queue.
@@ -493,6 +510,7 @@ func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 	}
 	if !b.requestLocked(o, i, to, hashes) {
 		b.sendFailedLocked(hashes, to)
+		b.refusedSends++
 		return false
 	}
 	return true
