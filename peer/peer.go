@@ -84,4 +84,12 @@ var (
 	// ErrNilLimiter is returned when a peer is connected with a nil Limiter
 	// where one is required.
 	ErrNilLimiter = errors.New("peersched: limiter is nil")
+	// ErrNotThatPeer: DisconnectPeer was given a Peer other than the one
+	// connected under its ID, such as an earlier connection to the same
+	// peer that a newer one has replaced.
+	ErrNotThatPeer = errors.New("peersched: another connection of the peer is connected")
+	// ErrIncomparablePeer: DisconnectPeer was given a Peer whose dynamic
+	// type cannot be compared with ==, so it cannot be told from another
+	// value; a pointer type can.
+	ErrIncomparablePeer = errors.New("peersched: peer is not comparable")
 )

@@ -10,7 +10,8 @@ import (
 // this package are below, and the others are:
 //
 //   - peer: ErrNilPeer, ErrBadChannels, ErrAlreadyConnected, ErrUnknownPeer,
-//     ErrTooManyChannels, ErrNilLimiter (Connect, ConnectWith, Disconnect).
+//     ErrTooManyChannels, ErrNilLimiter (Connect, ConnectWith, Disconnect);
+//     ErrNotThatPeer, ErrIncomparablePeer (DisconnectPeer).
 //   - offer: ErrNilSender, ErrTooManySenders (Schedule); ErrExpired,
 //     ErrNoSuchChannel, ErrChannelUsed, ErrSizeExceeded, ErrPeerGone,
 //     ErrPeerAtLimit (sends through an offer).

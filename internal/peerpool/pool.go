@@ -163,12 +163,21 @@ func (pl *Pool) connect(p peer.Peer, id peer.ID, l limit.Limiter, channels int) 
 
 // Disconnect removes the peer named id; its channels, open or closed, stop
 // existing. It returns the Ref the peer had, or ErrUnknownPeer.
-func (pl *Pool) Disconnect(id peer.ID) (Ref, error) {
+func (pl *Pool) Disconnect(id peer.ID) (Ref, error) { return pl.DisconnectIf(id, nil) }
+
+// DisconnectIf is Disconnect, but only if the peer connected under id is
+// the value p (compared with ==; the caller makes sure it can be), unless p
+// is nil. It returns ErrNotThatPeer, changing nothing, if another value is
+// connected under id.
+func (pl *Pool) DisconnectIf(id peer.ID, p peer.Peer) (Ref, error) {
 	slot, ok := pl.slotOf[id]
 	if !ok {
 		return Ref{}, peer.ErrUnknownPeer
 	}
 	r := &pl.records[slot]
+	if p != nil && r.peer != p {
+		return Ref{}, peer.ErrNotThatPeer
+	}
 	ref := Ref{slot: slot, incarnation: r.incarnation}
 	if r.orderIndex >= 0 {
 		pl.removeOrder(r.orderIndex)
