@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -50,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ledgerpeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one); HOST:FIRST-LAST serves one peer per port in the range, from one copy of the ledger")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (building the store included) to this file, for go tool pprof")
 	storeDir := fs.String("store", "", "serve the ledger from a node store on disk in this directory, built on the first run from -objects and -seed or -ledger, and reused by later runs (whose -objects, -seed or -ledger, if given, must name the same ledger)")
 	objects := fs.Int("objects", 200_000, "leaves in the generated ledger")
 	file := fs.String("ledger", "", "serve the real ledger in this JSON file (header and state) instead of a generated one")
@@ -89,6 +91,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerpeer: -listen %q: %v\n", *listen, err)
 		return 2
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "ledgerpeer: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
 	}
 	served, closeServed, code := serveWhat(ctx, fs, *storeDir, *file, *seed, *objects, stderr)
 	if code != 0 {
@@ -192,4 +202,21 @@ func checkFlags(extra []string, objects int, latency, jitter time.Duration, loss
 		return fmt.Errorf("-misbehave %v: want a probability, from 0 to 1", misbehave)
 	}
 	return nil
+}
+
+// startCPUProfile profiles the process's CPU into file until the returned
+// function is called.
+func startCPUProfile(file string) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

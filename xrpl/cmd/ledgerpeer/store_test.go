@@ -258,3 +258,20 @@ func TestBadListenRange(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUProfile: -cpuprofile writes a profile that go tool pprof reads
+// (gzipped protobuf) once the run ends; a file that cannot be created
+// exits 1 and names the flag.
+func TestCPUProfile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cpu.pprof")
+	p := startPeer(t, "-cpuprofile", file, "-objects", "100", "-listen", "127.0.0.1:0")
+	p.stop(t)
+	b, err := os.ReadFile(file)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile: %d bytes (%v), want a gzipped profile", len(b), err)
+	}
+	var stderr strings.Builder
+	if code := run(context.Background(), []string{"-cpuprofile", filepath.Join(file, "no", "such"), "-objects", "10"}, io.Discard, &stderr); code != 1 || !strings.Contains(stderr.String(), "-cpuprofile: ") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
