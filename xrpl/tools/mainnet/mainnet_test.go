@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,13 +44,19 @@ func TestStorePeers(t *testing.T) {
 		storeDir = filepath.Join(t.TempDir(), "peers")
 	}
 	bin := buildCommands(t)
-	first := freePorts(t, peers)
-	listen := fmt.Sprintf("127.0.0.1:%d-%d", first, first+peers-1)
-	peerArgs := []string{"-store", storeDir, "-objects", strconv.Itoa(objects), "-seed", "1", "-listen", listen}
+	peerArgs := []string{"-store", storeDir, "-objects", strconv.Itoa(objects), "-seed", "1"}
+	// The peers' ports are chosen as each process starts: a build takes
+	// minutes at mainnet's size, time enough for ports found free before
+	// it to be taken.
+	listen := func() []string {
+		first := freePorts(t, peers)
+		return slices.Concat(peerArgs, []string{"-listen", fmt.Sprintf("127.0.0.1:%d-%d", first, first+peers-1)})
+	}
 
-	// The store, built unless MAINNET_DIR holds it already.
+	// The store, built unless MAINNET_DIR holds it already, by a process
+	// serving one peer.
 	start := time.Now()
-	p := startPeers(t, bin, peerArgs...)
+	p := startPeers(t, bin, slices.Concat(peerArgs, []string{"-listen", "127.0.0.1:0"})...)
 	t.Logf("peers' store %s: %s (%.1fs to serve)", storeDir, strings.TrimSpace(p.stderr.String()), time.Since(start).Seconds())
 	served, rss := p.stop(t)
 	t.Logf("peers' process, building and serving: peak RSS %s", mb(rss))
@@ -57,12 +65,11 @@ func TestStorePeers(t *testing.T) {
 	}
 
 	// One fetch from start to end, into a temporary store.
-	p = startPeers(t, bin, peerArgs...)
+	p = startPeers(t, bin, listen()...)
 	if strings.Contains(p.stderr.String(), "built") {
 		t.Fatalf("the restarted peers built their store again: %s", p.stderr.String())
 	}
-	fetchArgs := []string{"-connect", strings.Join(p.addrs, ","), "-root", p.root, "-expect", strconv.Itoa(p.nodes), "-json"}
-	f := runFetch(t, bin, 0, fetchArgs...)
+	f := runFetch(t, bin, 0, p.fetchArgs()...)
 	r := f.report
 	t.Logf("fetch: %d objects in %.1fs: %.0f objects/s; fetcher peak RSS %s, CPU %.1fs", r.Objects, r.Wall, r.Rate, mb(f.rss), f.cpu.Seconds())
 	if !r.Complete || r.Objects != p.nodes || f.rss > fetchRSS {
@@ -76,8 +83,8 @@ func TestStorePeers(t *testing.T) {
 
 	// A fetch into a store it keeps, killed about half way, then run again.
 	fetchStore := filepath.Join(t.TempDir(), "fetched")
-	p = startPeers(t, bin, peerArgs...)
-	killed := runFetch(t, bin, 50, append(fetchArgs, "-store", fetchStore)...)
+	p = startPeers(t, bin, listen()...)
+	killed := runFetch(t, bin, 50, append(p.fetchArgs(), "-store", fetchStore)...)
 	sentBefore, _ := p.stop(t)
 	st, err := pebblestore.Open(fetchStore)
 	if err != nil {
@@ -92,8 +99,8 @@ func TestStorePeers(t *testing.T) {
 	}
 	t.Logf("killed at %q (peak RSS %s); it had stored %d nodes, the peers sent %d", killed.killedAt, mb(killed.rss), stored, sentBefore)
 
-	p = startPeers(t, bin, peerArgs...)
-	resumed := runFetch(t, bin, 0, append(fetchArgs, "-store", fetchStore)...)
+	p = startPeers(t, bin, listen()...)
+	resumed := runFetch(t, bin, 0, append(p.fetchArgs(), "-store", fetchStore)...)
 	sent, rss = p.stop(t)
 	r = resumed.report
 	t.Logf("resumed: %d resumed, %d fetched of %d in %.1fs (%.0f objects/s), merged in %.1fs; peak RSS %s; the peers sent %d (peak RSS %s); %d hedges, %d timeouts",
@@ -197,9 +204,15 @@ func startPeers(t *testing.T, bin commands, args ...string) *peerProc {
 	return p
 }
 
+// fetchArgs are ledgerfetch's arguments to fetch from p, with a JSON
+// report.
+func (p *peerProc) fetchArgs() []string {
+	return []string{"-connect", strings.Join(p.addrs, ","), "-root", p.root, "-expect", strconv.Itoa(p.nodes), "-json"}
+}
+
 // sentObjects finds each peer's count of objects sent in ledgerpeer's last
 // words.
-var sentObjects = regexp.MustCompile(`stopped on \S+ after \S+: [0-9]+ connections, [0-9]+ requests, [0-9]+ replies \(([0-9]+) objects\)`)
+var sentObjects = regexp.MustCompile(`stopped(?: on \S+)? after \S+: [0-9]+ connections, [0-9]+ requests, [0-9]+ replies \(([0-9]+) objects\)`)
 
 // stop interrupts the peers and returns the objects they sent in all and
 // the process's peak RSS.
@@ -328,14 +341,12 @@ func mb(b int64) string { return fmt.Sprintf("%.0f MB", float64(b)/(1<<20)) }
 func freePorts(t *testing.T, n int) int {
 	t.Helper()
 	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := ln.Addr().(*net.TCPAddr).Port
-		held := []net.Listener{ln}
-		ok := base+n-1 <= 65535
-		for p := base + 1; ok && p < base+n; p++ {
+		// Below Linux's ephemeral ports (32768 and up), which outgoing
+		// connections take from.
+		base := 20_000 + rand.IntN(12_000-n)
+		var held []net.Listener
+		ok := true
+		for p := base; ok && p < base+n; p++ {
 			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 			ok = err == nil
 			if ok {
