@@ -18,7 +18,10 @@ import (
 // the server's memory without bound or pins it after leaving. With the
 // defaults, the worst case is about 256 × (16 + 16 + 64 + 256) KB for the
 // connections, 512 × 230 KB for the replies waiting and 32 MiB for those
-// being written: under 250 MB besides the ledger.
+// being written: under 250 MB besides the ledger. Served from Nodes that
+// copy what they return (a node store on disk, ServerConfig.Nodes), a reply
+// waiting also holds its objects' bytes, up to the frame cap: lower
+// MaxWaiting and MaxWaitingTotal where hostile clients and latency meet.
 
 // Defaults for the zero limits of ServerConfig.
 const (
