@@ -95,3 +95,33 @@ func caughtUp(t *testing.T, done func() bool) {
 		runtime.Gosched()
 	}
 }
+
+// BenchmarkPipelined must not measure broken code either: its read loop
+// answers exactly the responses it asks for, every receiver's replacement is
+// sent, and nothing fails.
+func TestPipelinedAnswersExactlyWhatItSends(t *testing.T) {
+	const inflight, answers = 100, 5000
+	for _, impl := range pipelinedImpls {
+		t.Run(impl, func(t *testing.T) {
+			p, err := newPipeline(impl, inflight)
+			require.NoError(t, err)
+			defer p.close()
+			require.Equal(t, inflight, p.outstanding())
+			for _, n := range []int{1, answers - 1} {
+				require.NoError(t, p.run(n))
+			}
+			require.Equal(t, uint64(answers), p.answered())
+			require.Equal(t, inflight, p.outstanding())
+			require.Equal(t, inflight, p.wire.n, "every replacement is on the wire")
+			require.GreaterOrEqual(t, p.meanBatch(), 1.0)
+			if s, ok := p.system.(*schedSystem); ok {
+				caughtUp(t, func() bool { return s.s.Stats().SendersWaiting == 0 })
+				st := s.s.Stats()
+				require.Equal(t, uint64(inflight+answers), st.Sent)
+				require.Equal(t, uint64(answers), st.Succeeded)
+				require.Zero(t, st.ChannelsOpen, "every channel carries a request")
+				require.Zero(t, s.rcv.failures.Load())
+			}
+		})
+	}
+}

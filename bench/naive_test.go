@@ -20,8 +20,15 @@ type naive struct {
 	timeout time.Duration
 	limit   int // requests in flight per peer
 	done    func(id uint64, from peer.ID, response any, err error)
+	// resend makes the completion callback of a response send the next
+	// request to the same peer, as BenchmarkPipelined's receivers do.
+	resend bool
+	byID   map[peer.ID]*hostPeer
 
 	responses, timeouts atomic.Uint64
+
+	errMu    sync.Mutex
+	firstErr error // the first error a completion callback saw; guarded by errMu
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
@@ -51,17 +58,26 @@ func newNaive(peers, perPeer int, out *fifo) *naive {
 		inFlight: make(map[peer.ID]int),
 	}
 	n.peers = makePeers(peers, "naive-", out)
+	n.byID = make(map[peer.ID]*hostPeer, len(n.peers))
+	for _, p := range n.peers {
+		n.byID[p.id] = p
+	}
 	n.done = n.complete
 	return n
 }
 
 // complete is the completion callback every request is sent with.
-func (n *naive) complete(_ uint64, _ peer.ID, _ any, err error) {
+func (n *naive) complete(_ uint64, from peer.ID, _ any, err error) {
 	if err != nil {
 		n.timeouts.Add(1)
 		return
 	}
 	n.responses.Add(1)
+	if n.resend {
+		if err := n.send(n.byID[from]); err != nil {
+			n.fail(err)
+		}
+	}
 }
 
 func (n *naive) send(p *hostPeer) error {
@@ -159,4 +175,16 @@ func (n *naive) close() {
 	}
 }
 
-func (n *naive) err() error { return nil }
+func (n *naive) fail(err error) {
+	n.errMu.Lock()
+	defer n.errMu.Unlock()
+	if n.firstErr == nil {
+		n.firstErr = err
+	}
+}
+
+func (n *naive) err() error {
+	n.errMu.Lock()
+	defer n.errMu.Unlock()
+	return n.firstErr
+}

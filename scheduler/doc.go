@@ -21,9 +21,12 @@
 //   - Callbacks run one at a time, in the order they were queued: sender and
 //     receiver callbacks never run concurrently with each other or with one
 //     another. They run on a goroutine the scheduler starts when there is work
-//     and ends when there is none, so a host goroutine that calls Deliver or
-//     Disconnect only records what happened and returns; it never runs other
-//     components' code. The host's Peer.Send runs on whichever goroutine sends
+//     and ends a few microseconds after there is none, so a host goroutine
+//     that calls Deliver or Disconnect only records what happened and
+//     returns; it never runs other components' code. Work that arrives back
+//     to back is handed over in batches: the goroutine takes every callback
+//     queued when it looks, and one that is running or lingering is not
+//     started again. The host's Peer.Send runs on whichever goroutine sends
 //     through the offer: the callback goroutine when OnOffer sends itself.
 //   - Callbacks queue without bound only as far as the caps allow: a request
 //     counts against Config.MaxRequests until its receiver has been called,

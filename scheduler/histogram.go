@@ -49,21 +49,27 @@ type Histogram struct {
 // d <= HistogramBounds()[i], or HistogramBuckets when d is above them all.
 // A time at or below zero (which a clock that does not move can give)
 // falls in bucket 0.
+//
+// It runs for every answered request, so it has no branch: max and min
+// compile to conditional moves, and the division by a constant to a
+// multiplication.
 func bucketOf(d time.Duration) int {
-	if d <= histogramBase {
-		return 0
-	}
 	// (d-1)/base is below 2^i exactly when d <= base·2^i, so its bit
-	// length is the first bucket that holds d.
-	return min(bits.Len64(uint64(d-1)/uint64(histogramBase)), HistogramBuckets)
+	// length is the first bucket that holds d; at or below base, and at
+	// or below zero, it is 0.
+	return min(bits.Len64(uint64(max(d, 1)-1)/uint64(histogramBase)), HistogramBuckets)
 }
 
 // histogramCounts is the scheduler's running form of a Histogram: one count
 // per bucket (the last for the times above every bound), not cumulative, so
 // that an observation is one increment. It is not safe for concurrent use;
 // its owner guards it.
+//
+// It has room for 32 buckets, a power of two, so that an observation's
+// index is masked rather than bounds-checked, without a branch; the ones
+// past HistogramBuckets stay zero.
 type histogramCounts struct {
-	buckets [HistogramBuckets + 1]uint64
+	buckets [32]uint64
 	sum     time.Duration
 }
 
@@ -71,7 +77,7 @@ type histogramCounts struct {
 // two histograms, works out its bucket once instead: see
 // messageCounts.answered.)
 func (h *histogramCounts) observe(d time.Duration) {
-	h.buckets[bucketOf(d)]++
+	h.buckets[bucketOf(d)&(len(h.buckets)-1)]++
 	h.sum += d
 }
 

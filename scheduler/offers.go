@@ -62,14 +62,15 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.pass != nil {
 		s.pass.Reset() // every offer is a new pass over the queue
 	}
-	t, snd, ok := s.queue.Next(s.pass, &s.pool)
+	c, ok := s.queue.Pick(s.pass, &s.pool)
+	s.trackOpenedLocked() // Pick may have set senders aside
 	if !ok {
 		return nil, 0, false
 	}
 	room := math.MaxInt
 	s.offerBytes = 0
 	if s.byteBucket != nil {
-		s.offerBytes = s.queue.Bytes(t)
+		s.offerBytes = c.Bytes
 	}
 	if s.budgeted {
 		if room = s.budgetRoomLocked(s.offerBytes); room == 0 {
@@ -78,8 +79,8 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	}
 	s.offerClass = 0
 	if s.classes != nil {
-		if class, ok := s.queue.Class(t); ok {
-			s.offerClass = int32(class) + 1
+		if c.Classed {
+			s.offerClass = int32(c.Class) + 1
 			room = min(room, s.classRoomLocked(s.offerClass))
 		}
 	}
@@ -90,10 +91,10 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.queue.Len() == 1 {
 		size = min(s.pool.Open(), room)
 	}
-	only, avoid := s.queue.Wants(t)
-	s.choices = s.pool.BestOf(s.choices[:0], s.maxOffer, only, avoid)
-	s.queue.Offered(t)
-	return snd, s.book.Open(t, snd, s.choices, size), true
+	// The channels are listed into the book's own list: no copy.
+	choices := s.pool.BestOf(s.book.Listing(), s.maxOffer, c.Only, c.Avoid)
+	s.queue.OfferedChosen(c)
+	return c.Sender, s.book.OpenListed(c.Ticket, c.Sender, choices, size), true
 }
 
 // wakeSetAsideLocked tells the queue which peers' channels opened since it
@@ -102,7 +103,7 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 // Caller holds offersMu.
 func (s *Scheduler) wakeSetAsideLocked() {
 	if !s.queue.SetAside() {
-		s.pool.ForgetOpened()
+		s.pool.IgnoreOpened(true)
 		return
 	}
 	s.opened = s.pool.TakeOpened(s.opened[:0])
@@ -111,6 +112,15 @@ func (s *Scheduler) wakeSetAsideLocked() {
 		s.opened[i] = ""
 	}
 }
+
+// trackOpenedLocked has the pool record the peers whose channels open
+// (Pool.TakeOpened) while some sender is set aside to wait for them, and
+// only then: with no sender waiting so, which is the case when no sender
+// has wants, a channel opening costs nothing for them. The record starts
+// when the first sender is set aside, and openings before that changed
+// nothing for it: it was set aside for the channels open then. Caller
+// holds offersMu.
+func (s *Scheduler) trackOpenedLocked() { s.pool.IgnoreOpened(!s.queue.SetAside()) }
 
 // decideLocked carries out what the book decided about an offered sender.
 // Caller holds offersMu.
@@ -128,6 +138,7 @@ func (s *Scheduler) decideLocked(d offerqueue.Decision) {
 			return
 		}
 		s.queue.Decline(d.Ticket)
+		s.trackOpenedLocked() // a sender waiting for an opening is set aside
 	}
 }
 

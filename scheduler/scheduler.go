@@ -50,6 +50,9 @@ type Scheduler struct {
 	// send called runtime.Goexit, so that the OnOffer it unwinds through
 	// does not report it a second time.
 	goexitInSend atomic.Uint64
+	// handedOff is set, under callbacksMu, when work is handed to a
+	// lingering drainer goroutine, which polls it without the lock.
+	handedOff atomic.Bool
 
 	offersMu lockorder.Mutex
 	// The following fields are guarded by offersMu.
@@ -68,11 +71,10 @@ type Scheduler struct {
 	// paced: a peer with a Rate has connected; pacing is each paced
 	// connection's pacer, by pool slot, and holds the paced peers whose
 	// bucket pays for no message yet (see pacing.go).
-	paced   bool
-	pacing  []pacedPeer
-	holds   paceHeap
-	choices []peerpool.Choice // scratch for building offers
-	opened  []peer.ID         // scratch for waking the senders set aside
+	paced  bool
+	pacing []pacedPeer
+	holds  paceHeap
+	opened []peer.ID // scratch for waking the senders set aside
 	// counts counts every message and response; peers counts them by peer,
 	// adding up to counts (see peerstats.go). Every event they count holds
 	// this lock, and most hold requestsMu too.
@@ -93,9 +95,12 @@ type Scheduler struct {
 	callbacksMu lockorder.Mutex
 	// The following fields are guarded by callbacksMu.
 	pending        callbackQueue
-	draining       bool // a drainer is running
-	dispatchWanted bool // an offer may be possible
-	timerBusy      int  // timer callbacks running
+	batch          callbackQueue // the callbacks the drainer is running, taken from pending at once
+	draining       bool          // a drainer is running
+	lingering      bool          // a drainer goroutine ran out of work and waits for more; see lingerLocked
+	drainers       int           // drainer goroutines that have not ended
+	dispatchWanted bool          // an offer may be possible
+	timerBusy      int           // timer callbacks running
 	quiet          chan struct{}
 	quietClosed    bool            // quiet is closed: stopped, and nothing runs any more
 	idleWaiters    []chan struct{} // closed when the drainer next has nothing to do; see whenIdle
@@ -176,6 +181,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.rankSeed = rand.Uint64()
 	}
 	s.pool.SetRankSeed(s.rankSeed)
+	s.pool.IgnoreOpened(true) // until a sender is set aside: see trackOpenedLocked
 	s.table.SetIDRange(cfg.RequestIDs)
 	switch {
 	case cfg.PassOverLimit == 0:

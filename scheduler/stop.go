@@ -114,7 +114,7 @@ func (s *Scheduler) settleLocked() {
 		}
 		s.idleWaiters = s.idleWaiters[:0]
 	}
-	if s.quietClosed || !s.stoppedFlag.Load() || s.draining || s.dispatchWanted ||
+	if s.quietClosed || !s.stoppedFlag.Load() || s.draining || s.drainers > 0 || s.dispatchWanted ||
 		s.pending.len() > 0 || s.timerBusy > 0 || s.sending.Load() > 0 {
 		return
 	}

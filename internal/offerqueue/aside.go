@@ -20,21 +20,27 @@ func (q *Queue) Decline(t Ticket) {
 		return
 	}
 	lv := &q.levels[q.levelIndex(node.priority)]
-	switch node.state {
-	case ready:
-		q.removeReady(lv, node.heapAt)
-	case parked:
+	if node.state == parked {
 		return
 	}
+	wasReady := node.state == ready
 	switch {
 	case node.again:
 		node.again, node.untilOpening = false, false
-		node.state = ready
-		q.pushReady(lv, slot)
+		if !wasReady {
+			node.state = ready
+			q.readyAgain(lv, slot)
+		}
 	case node.untilOpening:
 		node.untilOpening = false
+		if wasReady {
+			q.unready(lv, slot)
+		}
 		q.asideUntilOpening(slot)
 	default:
+		if wasReady {
+			q.unready(lv, slot)
+		}
 		node.state = parked
 		q.parked++
 	}
@@ -63,12 +69,12 @@ func (q *Queue) asideUntilOpening(slot int32) {
 // Hold passes the sender named t over, keeping its place, until Decline or
 // Remove is called for it.
 func (q *Queue) Hold(t Ticket) {
-	_, node := q.lookup(t)
+	slot, node := q.lookup(t)
 	if node == nil || node.state == held {
 		return
 	}
 	if node.state == ready {
-		q.removeReady(&q.levels[q.levelIndex(node.priority)], node.heapAt)
+		q.unready(&q.levels[q.levelIndex(node.priority)], slot)
 	}
 	if node.state == parked {
 		q.parked--
@@ -90,7 +96,7 @@ func (q *Queue) Reoffer(t Ticket, offerOpen bool) bool {
 	case node.state == parked:
 		node.state = ready
 		q.parked--
-		q.pushReady(&q.levels[q.levelIndex(node.priority)], slot)
+		q.readyAgain(&q.levels[q.levelIndex(node.priority)], slot)
 	case node.state == held || offerOpen:
 		node.again = true
 	}
@@ -140,14 +146,14 @@ func (q *Queue) asideLive(e asideEntry) bool {
 func (q *Queue) wake(slot int32) {
 	node := &q.nodes[slot]
 	node.state = ready
-	q.pushReady(&q.levels[q.levelIndex(node.priority)], slot)
+	q.readyAgain(&q.levels[q.levelIndex(node.priority)], slot)
 }
 
 // setAside takes the ready sender in slot, of level lv, whose wants the
 // open channels do not meet, out of its ready heap until Opened wakes it.
 func (q *Queue) setAside(lv *level, slot int32) {
 	node := &q.nodes[slot]
-	q.removeReady(lv, node.heapAt)
+	q.unready(lv, slot)
 	node.state = setAside
 	node.asideMark++
 	e := asideEntry{slot: slot, generation: node.generation, mark: node.asideMark}

@@ -78,24 +78,39 @@ type Decision struct {
 // and allowing size sends, and returns its generation. The previous offer
 // must have been closed.
 func (b *Book) Open(ticket Ticket, snd Sender, choices []peerpool.Choice, size int) uint64 {
-	b.generation++
-	b.live, b.expired = true, false
 	n := len(choices)
 	if cap(b.channels) < n {
 		b.channels = make([]peerpool.Choice, n)
 	}
-	if cap(b.used) < n {
-		b.used = make([]bool, n)
-	}
-	b.channels, b.used = b.channels[:n], b.used[:n]
+	b.channels = b.channels[:n]
 	// Field by field into place, not append(b.channels, c): appending a
 	// struct with a pointer goes through typedmemmove, which made Open cost
 	// twice as much for every offer.
 	for i := range choices {
 		c, ch := &choices[i], &b.channels[i]
 		ch.Ref, ch.ID, ch.Closed, ch.Limit, ch.RTT = c.Ref, c.ID, c.Closed, c.Limit, c.RTT
-		b.used[i] = false
 	}
+	return b.OpenListed(ticket, snd, b.channels, size)
+}
+
+// Listing returns the book's own list of channels, emptied, for the caller
+// to list the next offer's channels into and pass to OpenListed: an offer
+// then costs no copy of its channels. It may be called only while no offer
+// is open, and the list is the book's again once passed to OpenListed.
+func (b *Book) Listing() []peerpool.Choice { return b.channels[:0] }
+
+// OpenListed is Open for choices listed into what Listing returned, which
+// the book keeps as they are.
+func (b *Book) OpenListed(ticket Ticket, snd Sender, choices []peerpool.Choice, size int) uint64 {
+	b.generation++
+	b.live, b.expired = true, false
+	b.channels = choices
+	n := len(choices)
+	if cap(b.used) < n {
+		b.used = make([]bool, n)
+	}
+	b.used = b.used[:n]
+	clear(b.used)
 	b.size = min(size, len(choices))
 	b.claims = 0
 	b.undecided = append(b.undecided, offerRecord{})

@@ -1,6 +1,9 @@
 package offerqueue
 
-import "github.com/peersched/peersched/limit"
+import (
+	"github.com/peersched/peersched/limit"
+	"github.com/peersched/peersched/peer"
+)
 
 // SetPassOverLimit bounds starvation. An offer made to a sender because its
 // level comes first by priority passes over every level below that has
@@ -36,6 +39,30 @@ func (q *Queue) SetPassOverLimit(k int) { q.passOverLimit = max(k, 0) }
 // met that Next comes across are set aside; besides that, Next changes
 // nothing but pass. The caller calls Offered once it makes the offer.
 func (q *Queue) Next(pass *limit.Pass, open Channels) (Ticket, Sender, bool) {
+	p, ok := q.Pick(pass, open)
+	return p.Ticket, p.Sender, ok
+}
+
+// Chosen is the sender Pick chose, with everything the offer to it needs to
+// know of it, read from its node once: an offer looks its sender up by
+// ticket only to remove it once it has sent.
+type Chosen struct {
+	Ticket Ticket
+	Sender Sender
+	// Class is the sender's limit.ClassID, if classed.
+	Class   limit.ClassID
+	Classed bool
+	// Bytes is the size the sender declared for each message (SetBytes).
+	Bytes int64
+	// Only and Avoid are its wants (see Wants); the caller must not change
+	// them.
+	Only, Avoid []peer.ID
+	slot        int32
+}
+
+// Pick is Next, returning what it chose as a Chosen; the caller passes it
+// to OfferedChosen once it makes the offer, before the queue changes.
+func (q *Queue) Pick(pass *limit.Pass, open Channels) (Chosen, bool) {
 	chosen := int32(-1)
 	for i := range q.levels {
 		lv := &q.levels[i]
@@ -53,10 +80,17 @@ func (q *Queue) Next(pass *limit.Pass, open Channels) (Ticket, Sender, bool) {
 		}
 	}
 	if chosen < 0 {
-		return 0, nil, false
+		return Chosen{}, false
 	}
 	node := &q.nodes[chosen]
-	return makeTicket(node.generation, chosen), node.sender, true
+	c := Chosen{Ticket: makeTicket(node.generation, chosen), Sender: node.sender, Bytes: node.bytes, slot: chosen}
+	if node.class != 0 {
+		c.Class, c.Classed = limit.ClassID(node.class-1), true
+	}
+	if node.wants != nil {
+		c.Only, c.Avoid = node.wants.only, node.wants.avoid
+	}
+	return c, true
 }
 
 // firstReady returns the first ready sender of lv, in queue order, that may
@@ -65,6 +99,13 @@ func (q *Queue) Next(pass *limit.Pass, open Channels) (Ticket, Sender, bool) {
 // peerpool.Pool.Best visits its heap: the root first, and a node's children
 // once it has been visited.
 func (q *Queue) firstReady(lv *level, pass *limit.Pass, open Channels) int32 {
+	if !lv.heaped {
+		// Every sender of the level is ready, in queue order in its list.
+		if q.mayOffer(lv.head, pass, open) == offerable {
+			return lv.head // the common case: the first sender takes it
+		}
+		q.heapify(lv)
+	}
 	if len(lv.ready) == 0 {
 		return -1
 	}
@@ -119,10 +160,20 @@ func (q *Queue) mayOffer(slot int32, pass *limit.Pass, open Channels) verdict {
 // zero; otherwise every level below it is passed over once more. It does
 // nothing if t is not waiting or the queue has strict priorities.
 func (q *Queue) Offered(t Ticket) {
-	_, node := q.lookup(t)
-	if node == nil || q.passOverLimit == 0 {
+	slot, node := q.lookup(t)
+	if node == nil {
 		return
 	}
+	q.OfferedChosen(Chosen{slot: slot})
+}
+
+// OfferedChosen is Offered for the sender c, which Pick has just returned:
+// it looks nothing up.
+func (q *Queue) OfferedChosen(c Chosen) {
+	if q.passOverLimit == 0 {
+		return
+	}
+	node := &q.nodes[c.slot]
 	i := q.levelIndex(node.priority)
 	if q.levels[i].passedOver >= q.passOverLimit {
 		q.levels[i].passedOver = 0

@@ -95,8 +95,14 @@ type level struct {
 	priority   int
 	head, tail int32 // every sender of the level, in order of arrival
 	// ready is a min-heap of the level's ready senders by seq: its root is
-	// the first of them in queue order.
-	ready []int32
+	// the first of them in queue order. It is kept only while heaped: while
+	// every sender of the level is ready (none set aside, held or parked,
+	// the usual case when no sender has wants), the level's list is already
+	// the ready senders in queue order, and the heap would cost O(log N)
+	// per sender for nothing.
+	ready    []int32
+	heaped   bool
+	notReady int32 // senders of the level set aside, held or parked
 	// passedOver counts the offers made to higher levels while this one
 	// waited, since its own last offer, up to the pass-over limit.
 	passedOver int
@@ -136,7 +142,9 @@ func (q *Queue) push(s Sender, priority int, class int32) Ticket {
 		node.prev = lv.tail
 	}
 	lv.tail = slot
-	q.pushReady(lv, slot)
+	if lv.heaped {
+		q.pushReady(lv, slot)
+	}
 	q.n++
 	return makeTicket(node.generation, slot)
 }
@@ -151,11 +159,15 @@ func (q *Queue) Remove(t Ticket) (s Sender, ok bool) {
 	s = node.sender
 	li := q.levelIndex(node.priority)
 	lv := &q.levels[li]
-	switch node.state {
-	case ready:
-		q.removeReady(lv, node.heapAt)
-	case parked:
-		q.parked--
+	if node.state == ready {
+		if lv.heaped {
+			q.removeReady(lv, node.heapAt)
+		}
+	} else {
+		if node.state == parked {
+			q.parked--
+		}
+		q.readied(lv)
 	}
 	if node.prev >= 0 {
 		q.nodes[node.prev].next = node.next

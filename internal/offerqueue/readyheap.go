@@ -7,6 +7,46 @@ package offerqueue
 
 func (q *Queue) before(a, b int32) bool { return q.nodes[a].seq < q.nodes[b].seq }
 
+// unready takes the ready sender in slot, of level lv, out of the ready
+// senders, to be set aside, held or parked: the level keeps its heap from
+// now on, built from its list (already in queue order, so already a heap)
+// if it had none.
+func (q *Queue) unready(lv *level, slot int32) {
+	q.heapify(lv)
+	q.removeReady(lv, q.nodes[slot].heapAt)
+	lv.notReady++
+}
+
+// heapify gives lv its ready heap if it has none: every sender of its list,
+// which is in queue order and so a heap already.
+func (q *Queue) heapify(lv *level) {
+	if lv.heaped {
+		return
+	}
+	lv.ready = lv.ready[:0]
+	for s := lv.head; s >= 0; s = q.nodes[s].next {
+		q.nodes[s].heapAt = int32(len(lv.ready))
+		lv.ready = append(lv.ready, s)
+	}
+	lv.heaped = true
+}
+
+// readyAgain makes the sender in slot of level lv, set aside, held or
+// parked, ready again; its state is the caller's to set.
+func (q *Queue) readyAgain(lv *level, slot int32) {
+	q.pushReady(lv, slot)
+	q.readied(lv)
+}
+
+// readied counts one sender of lv less that is not ready (it became ready,
+// or left); once every sender of the level is ready, the heap is dropped.
+func (q *Queue) readied(lv *level) {
+	lv.notReady--
+	if lv.notReady == 0 {
+		lv.ready, lv.heaped = lv.ready[:0], false
+	}
+}
+
 // pushReady adds the sender in slot to lv's ready heap.
 func (q *Queue) pushReady(lv *level, slot int32) {
 	lv.ready = append(lv.ready, slot)

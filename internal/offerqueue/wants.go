@@ -24,8 +24,11 @@ type Channels interface {
 // is not waiting. A sender whose wants no peer could meet (every peer in
 // only avoided) is the caller's to refuse: it would wait for ever.
 func (q *Queue) SetWants(t Ticket, only, avoid []peer.ID, minChannels int) {
+	if len(only) == 0 && len(avoid) == 0 && minChannels <= 1 {
+		return // no wants: nothing to record, nothing to look up
+	}
 	_, node := q.lookup(t)
-	if node == nil || (len(only) == 0 && len(avoid) == 0 && minChannels <= 1) {
+	if node == nil {
 		return
 	}
 	w := &wants{need: max(minChannels, 1)}

@@ -72,6 +72,7 @@ type Pool struct {
 	grid    uint64            // rttGrid(seed), or 0 until first needed
 	closes  uint64            // Close calls that closed a channel, for the tie keys
 	grew    []int32           // slots of peers whose open channels grew since TakeOpened
+	ignore  bool              // IgnoreOpened: grew is not kept
 }
 
 type record struct {
@@ -362,7 +363,7 @@ func (pl *Pool) rttGrid() uint64 {
 // grow records that the open channels of the peer in slot, whose record is
 // r, grew.
 func (pl *Pool) grow(slot int32, r *record) {
-	if !r.grew {
+	if !r.grew && !pl.ignore {
 		r.grew = true
 		pl.grew = append(pl.grew, slot)
 	}
@@ -382,6 +383,16 @@ func (pl *Pool) TakeOpened(dst []peer.ID) []peer.ID {
 	}
 	pl.grew = pl.grew[:0]
 	return dst
+}
+
+// IgnoreOpened stops (on) or starts again (off) the record TakeOpened
+// reports, forgetting it when it stops: while no one will ask, keeping it
+// would cost every channel that opens. The zero Pool keeps it.
+func (pl *Pool) IgnoreOpened(on bool) {
+	if on && !pl.ignore {
+		pl.ForgetOpened()
+	}
+	pl.ignore = on
 }
 
 // ForgetOpened forgets the peers TakeOpened would return.

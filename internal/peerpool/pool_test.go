@@ -511,3 +511,24 @@ func TestBestDoesNotAllocateOnceWarm(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { dst = pl.Best(dst[:0], 64) })
 	require.Zero(t, allocs)
 }
+
+// While the openings are ignored, none is recorded, and what was recorded
+// is forgotten; once they are kept again, the next opening is reported.
+func TestIgnoreOpenedKeepsNoRecord(t *testing.T) {
+	var pl Pool
+	a, err := pl.Connect(fakePeer("a"), peer.ID("a"), 1)
+	require.NoError(t, err)
+	b, err := pl.Connect(fakePeer("b"), peer.ID("b"), 1)
+	require.NoError(t, err)
+	pl.IgnoreOpened(true)
+	require.Empty(t, pl.TakeOpened(nil), "the connections' record is forgotten")
+	require.NotZero(t, pl.Close(a))
+	require.NotZero(t, pl.Close(b))
+	require.True(t, pl.Reopen(a))
+	require.Empty(t, pl.TakeOpened(nil), "nothing recorded while ignored")
+	require.Empty(t, pl.grew)
+
+	pl.IgnoreOpened(false)
+	require.True(t, pl.Reopen(b))
+	require.Equal(t, []peer.ID{"b"}, pl.TakeOpened(nil))
+}

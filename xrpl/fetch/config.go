@@ -147,6 +147,13 @@ type Config struct {
 
 	// Priority is the scheduler priority of the fetch's sender (Run only).
 	Priority int
+	// Bytes is the size Run declares for each of its requests and hedges
+	// (offer.Options.Bytes), which a scheduler with a byte budget
+	// (scheduler.Budget.ByteRate) charges for each. It must not exceed the
+	// budget's ByteBurst, or the fetch cannot schedule its sender and
+	// fails. 0 declares nothing: the fetch's requests are then not counted
+	// in bytes. The other strategies ignore it.
+	Bytes int64
 	// SetSize is how many peers the Peerset strategy starts with. 0 means
 	// DefaultSetSize.
 	SetSize int
@@ -159,9 +166,9 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: no root hash", ErrBadConfig)
 	}
 	if c.Batch < 0 || c.Batch > MaxBatch || c.Timeout < 0 || c.MinTimeout < 0 || c.StallTimeout < 0 ||
-		c.ProgressEvery < 0 || c.Expected < 0 || c.SetSize < 0 || c.HedgesPerThousand < 0 {
-		return c, fmt.Errorf("%w: batch %d (max %d), timeout %v, min timeout %v, stall %v, progress %v, expected %d, set %d, hedges per thousand %d",
-			ErrBadConfig, c.Batch, MaxBatch, c.Timeout, c.MinTimeout, c.StallTimeout, c.ProgressEvery, c.Expected, c.SetSize, c.HedgesPerThousand)
+		c.ProgressEvery < 0 || c.Expected < 0 || c.SetSize < 0 || c.HedgesPerThousand < 0 || c.Bytes < 0 {
+		return c, fmt.Errorf("%w: batch %d (max %d), timeout %v, min timeout %v, stall %v, progress %v, expected %d, set %d, hedges per thousand %d, bytes %d",
+			ErrBadConfig, c.Batch, MaxBatch, c.Timeout, c.MinTimeout, c.StallTimeout, c.ProgressEvery, c.Expected, c.SetSize, c.HedgesPerThousand, c.Bytes)
 	}
 	if err := c.PeerRate.Validate(); err != nil {
 		return c, fmt.Errorf("%w: %w", ErrBadConfig, err)

@@ -41,6 +41,8 @@ type Report struct {
 	Dropped Dropped `json:"dropped"` // responses thrown away before reaching the fetch
 
 	MeanRTT Duration `json:"mean_rtt_seconds"` // mean response time of answered requests
+	P50RTT  Duration `json:"p50_rtt_seconds"`  // median response time of answered requests, over every peer
+	P99RTT  Duration `json:"p99_rtt_seconds"`  // their 99th percentile
 
 	// The bound, the same for both strategies: by Little's law, Channels
 	// requests in flight of Batch objects each (BatchMean, where the fetch
@@ -178,5 +180,7 @@ func (s *state) reportLocked(strategy string, wall time.Duration, dropped Droppe
 	}
 	slices.SortFunc(r.Peers, func(a, b PeerReport) int { return cmp.Compare(a.ID, b.ID) })
 	r.MeanRTT = Duration(meanOf(all))
+	all = sortedCopy(all)
+	r.P50RTT, r.P99RTT = Duration(percentile(all, 50)), Duration(percentile(all, 99))
 	return r
 }

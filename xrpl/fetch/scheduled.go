@@ -141,7 +141,7 @@ type request struct {
 // newBulk returns the sender of a fetch through s, cfg checked.
 func newBulk(cfg Config, s *scheduler.Scheduler) *bulk {
 	b := &bulk{state: newState(cfg), sched: s, inFlight: make(map[hedge.CallID]*request)}
-	h, err := hedge.NewHedger(judgedScheduler{s, b}, newHedgeBudget(cfg), hedge.Options{Priority: cfg.Priority})
+	h, err := hedge.NewHedger(judgedScheduler{s, b}, newHedgeBudget(cfg), hedge.Options{Priority: cfg.Priority, Sender: offer.Options{Bytes: cfg.Bytes}})
 	if err != nil {
 		panic(fmt.Sprintf("fetch: hedge.NewHedger refuses a scheduler: %v", err)) // s is not nil
 	}
@@ -205,7 +205,7 @@ func (b *bulk) scheduleFromOutside() {
 	b.gen++
 	gen := b.gen
 	b.avoiding = b.avoidLocked(b.cfg.Clock.Now())
-	opts := offer.Options{Avoid: b.avoiding}
+	opts := offer.Options{Avoid: b.avoiding, Bytes: b.cfg.Bytes}
 	b.mu.Unlock()
 
 	t, err := b.sched.ScheduleWith(b, b.cfg.Priority, opts)
@@ -246,7 +246,7 @@ func (b *bulk) scheduleFromOutside() {
 func (b *bulk) scheduleLocked() {
 	b.gen++
 	b.avoiding = b.avoidLocked(b.cfg.Clock.Now())
-	t, err := b.sched.ScheduleWith(b, b.cfg.Priority, offer.Options{Avoid: b.avoiding})
+	t, err := b.sched.ScheduleWith(b, b.cfg.Priority, offer.Options{Avoid: b.avoiding, Bytes: b.cfg.Bytes})
 	if err != nil {
 		b.queued = false
 		b.failLocked(fmt.Errorf("cannot schedule the fetch: %w", err))

@@ -19,6 +19,10 @@ import (
 // waits is remembered, and hedged (oldest first, as the budget allows)
 // when the last waiting hash has been asked.
 
+// A request is a hedge.Receiver: the Hedger asks it before hedging and tells
+// it where each hedge went.
+var _ hedge.Receiver = (*request)(nil)
+
 // WantHedge keeps the slow request for hedgeSlowLocked, which hedges it at
 // once if nothing waits to be asked. Implements hedge.Receiver.
 func (r *request) WantHedge(hedge.CallID, peer.ID) bool {

@@ -202,9 +202,15 @@ func (r *tailRequest) OnFailure(_ peer.RequestID, from peer.ID, reason receiver.
 	_, _ = w.sched.Schedule(r, 0) // again, until answered
 }
 
-func (*tailRequest) WantHedge(peer.RequestID, peer.ID) bool { return true }
+// tailRequest is a hedge.Receiver, so that the Hedger tells it where each
+// hedge went (its answer's RTT runs from the hedge's send). The assertion
+// keeps it one: with another signature the Hedger would silently treat it
+// as a plain receiver, as it did for a while after hedge.CallID came in.
+var _ hedge.Receiver = (*tailRequest)(nil)
 
-func (r *tailRequest) OnHedge(_ peer.RequestID, to peer.ID) {
+func (*tailRequest) WantHedge(hedge.CallID, peer.ID) bool { return true }
+
+func (r *tailRequest) OnHedge(_ hedge.CallID, to peer.ID) {
 	w := r.w
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -35,7 +35,11 @@ type ClientConfig struct {
 	// failed dial or a lost connection. The wait doubles after each failed
 	// dial and each connection that ended before RedialReset (a peer that
 	// breaks the protocol, or times out, at once), and falls back to
-	// RedialMin after a connection that lasted RedialReset; each wait is
+	// RedialMin after a connection that lasted RedialReset, or that served
+	// the Host an answer it took and did not end by breaking the protocol
+	// (a frame over the cap, too many objects, a malformed frame): a peer
+	// that restarts often but serves between restarts is redialled
+	// promptly, one that lies or floods is not; each wait is
 	// then jittered down by up to half (penalty.Jittered), from a source
 	// seeded with Seed, so that the peers one client lost together are not
 	// redialled together. 0 means DefaultRedialMin, DefaultRedialMax and
@@ -206,7 +210,8 @@ func (c *Client) keep(ctx context.Context, id peer.ID, addr string) {
 			return
 		}
 		c.ended(id, conn.Err())
-		if c.cfg.Clock.Since(began) >= c.cfg.RedialReset {
+		if c.cfg.Clock.Since(began) >= c.cfg.RedialReset ||
+			conn.Taken() > 0 && !brokeProtocol(ReasonOf(conn.Err())) {
 			strikes = 0
 		}
 		strikes++

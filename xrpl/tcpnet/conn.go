@@ -96,6 +96,7 @@ type Conn struct {
 
 	pings   atomic.Int64 // pings sent and not answered by a pong
 	unknown atomic.Int64 // frames skipped for their type
+	taken   atomic.Int64 // responses the Host took (Deliver returned nil)
 
 	closed    atomic.Bool   // mirrors err != nil, for Send's fast path
 	closing   chan struct{} // closed when the connection starts to end
@@ -173,6 +174,10 @@ func (c *Conn) Send(requestID peer.RequestID, message any) error {
 // Skipped returns how many frames the peer sent of types the Conn does not
 // decode, and skipped.
 func (c *Conn) Skipped() int { return int(c.unknown.Load()) }
+
+// Taken returns how many responses on the connection the Host took (its
+// Deliver returned nil): answers to requests still waiting for them.
+func (c *Conn) Taken() int { return int(c.taken.Load()) }
 
 // pongExpected takes back one unanswered ping, if any, and reports whether
 // there was one.
@@ -360,6 +365,9 @@ func (c *Conn) read() {
 			// Whatever came under a request ID goes to the Host, which
 			// checks the ID, the sender and (the fetch does) the type.
 			err := c.host.Deliver(c.id, peer.RequestID(id), msg)
+			if err == nil {
+				c.taken.Add(1)
+			}
 			if c.traffic != nil {
 				c.traffic(c.id, wire.HeaderSize+len(f.Payload), err)
 			}

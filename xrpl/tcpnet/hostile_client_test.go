@@ -194,6 +194,15 @@ func TestTrafficCounted(t *testing.T) {
 // every connection, and returns when each of its first n dials came (on
 // the bubble's clock) and why each connection ended.
 func redials(t *testing.T, seed uint64, n int) ([]time.Duration, []Reason) {
+	return redialsTo(t, seed, n, func(far net.Conn) {
+		_, _ = far.Write(binary.BigEndian.AppendUint32(nil, 1<<25)) // a frame over the cap
+		drain(far)
+	})
+}
+
+// redialsTo is redials against a peer that does serve on each connection
+// before the connection ends (serve returns, and its end is closed).
+func redialsTo(t *testing.T, seed uint64, n int, serve func(far net.Conn)) ([]time.Duration, []Reason) {
 	var at []time.Duration
 	var why []Reason
 	synctest.Test(t, func(t *testing.T) {
@@ -214,8 +223,7 @@ func redials(t *testing.T, seed uint64, n int) ([]time.Duration, []Reason) {
 				mu.Unlock()
 				go func() {
 					defer far.Close()
-					_, _ = far.Write(binary.BigEndian.AppendUint32(nil, 1<<25)) // a frame over the cap
-					drain(far)
+					serve(far)
 				}()
 				return near, nil
 			},
@@ -230,6 +238,39 @@ func redials(t *testing.T, seed uint64, n int) ([]time.Duration, []Reason) {
 		c.Close()
 	})
 	return at[:n], why[:n-1]
+}
+
+// TestRedialAfterUsefulConnection: a peer that serves an answer the host
+// takes, then closes the connection (a peer restarting, as under -chaos),
+// is redialled within RedialMin each time, however often it does so; one
+// that serves an answer and then breaks the protocol still backs off.
+// (Before: every connection shorter than RedialReset doubled the wait, so
+// a peer restarting every few seconds was soon redialled only every
+// RedialMax, and a fetch from such peers stalled.)
+func TestRedialAfterUsefulConnection(t *testing.T) {
+	const n = 9
+	answer, _ := wire.AppendMessage(nil, 7, testLedger.Answer(ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}}))
+	at, why := redialsTo(t, 1, n, func(far net.Conn) {
+		_, _ = far.Write(answer) // taken by the host, then the peer goes
+	})
+	for i := 1; i < n; i++ {
+		if gap := at[i] - at[i-1]; gap > 50*time.Millisecond {
+			t.Errorf("redial %d came %v after the one before, want within RedialMin (50ms)", i, gap)
+		}
+	}
+	for i, r := range why {
+		if r != ReasonPeerClosed {
+			t.Errorf("connection %d ended for %q, want %q", i, r, ReasonPeerClosed)
+		}
+	}
+	at, _ = redialsTo(t, 1, n, func(far net.Conn) {
+		_, _ = far.Write(answer)
+		_, _ = far.Write(binary.BigEndian.AppendUint32(nil, 1<<25)) // then a frame over the cap
+		drain(far)
+	})
+	if last := at[n-1] - at[n-2]; last < penalty.Backoff(50*time.Millisecond, 2*time.Second, n-1)/2 {
+		t.Errorf("a peer that answers, then breaks the protocol, was redialled %v after the one before: want the back-off", last)
+	}
 }
 
 // TestRedialBacksOff: a peer that breaks the protocol on every connection

@@ -103,13 +103,15 @@ func TestServerReleasesLargeReplyBuffer(t *testing.T) {
 
 // TestServerConnectionLimits: connections beyond the cap per address, or in
 // total, are closed at once and counted; one from another address is
-// served, and the cap frees up when a connection leaves.
+// served, in a full server by taking the place of the newest connection of
+// the address holding the most (while it holds more than one), and the cap
+// frees up when a connection leaves.
 func TestServerConnectionLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := limitedServer(t, Behaviour{}, ServerLimits{MaxConns: 3, MaxConnsPerAddr: 2})
 		defer s.Close()
 		a1, ok1 := dialFrom(t, s, "10.0.0.1")
-		_, ok2 := dialFrom(t, s, "10.0.0.1")
+		a2, ok2 := dialFrom(t, s, "10.0.0.1")
 		a3, ok3 := dialFrom(t, s, "10.0.0.1")
 		if !ok1 || !ok2 || ok3 {
 			t.Fatalf("three from one address: kept %v %v %v, want the third closed", ok1, ok2, ok3)
@@ -121,8 +123,18 @@ func TestServerConnectionLimits(t *testing.T) {
 		if !okB || !pingPong(b, 9) {
 			t.Fatal("a connection from another address is not served")
 		}
-		if _, okC := dialFrom(t, s, "10.0.0.3"); okC {
-			t.Fatal("a fourth connection in all was kept, over MaxConns 3")
+		// Full, with 10.0.0.1 holding two: a newcomer from 10.0.0.3 takes
+		// the place of 10.0.0.1's newest connection.
+		c, okC := dialFrom(t, s, "10.0.0.3")
+		if !okC || !pingPong(c, 11) {
+			t.Fatal("a full server with an address holding two refused a third address")
+		}
+		if !ended(a2) || !pingPong(a1, 12) {
+			t.Fatal("the eviction did not take 10.0.0.1's newest connection, and it alone")
+		}
+		// Now every address holds one: a fourth address is refused.
+		if d, okD := dialFrom(t, s, "10.0.0.4"); okD || !ended(d) {
+			t.Fatal("a fourth connection in all was kept, over MaxConns 3, with no address holding more than one")
 		}
 		_ = a1.Close()
 		synctest.Wait() // the server sees a1 leave
@@ -130,8 +142,8 @@ func TestServerConnectionLimits(t *testing.T) {
 		if !ok4 || !pingPong(a4, 10) {
 			t.Fatal("after one left, a new connection from its address is not served")
 		}
-		if st := s.Stats(); st.Rejected != 2 || st.Accepted != 4 {
-			t.Errorf("stats %+v, want 2 rejected, 4 accepted", st)
+		if st := s.Stats(); st.Rejected != 2 || st.Evicted != 1 || st.Accepted != 5 {
+			t.Errorf("stats %+v, want 2 rejected, 1 evicted, 5 accepted", st)
 		}
 	})
 }
@@ -238,6 +250,49 @@ func TestServerWaitingBounded(t *testing.T) {
 		}
 		if _, bytes, waiting := s.held(); bytes != 0 || waiting != 0 {
 			t.Errorf("after the flooders left: %d reply bytes, %d waiting, want none", bytes, waiting)
+		}
+	})
+}
+
+// TestServerWaitingObjectsBounded: replies of many objects waiting for
+// their delay are bounded by their objects, not only by their number: two
+// clients flooding queries of 300 objects each, with room for 100 replies,
+// get at most MaxWaitingObjects (1,000) objects' worth planned, and the
+// server reads no more of them until those are written. (Before: 100
+// such replies, 30,000 objects' lists, could wait at once; with the
+// default caps, 512 replies of 4,096 objects, 118 MB.)
+func TestServerWaitingObjectsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const latency = time.Second
+		s := limitedServer(t, Behaviour{Latency: simnet.Fixed(latency)},
+			ServerLimits{MaxWaiting: 100, MaxWaitingTotal: 100, MaxWaitingObjects: 1000, WriteTimeout: 3 * time.Second})
+		defer s.Close()
+		var hashes []ledger.Hash
+		for h := range testLedger.Hashes() {
+			if len(hashes) == 300 {
+				break
+			}
+			hashes = append(hashes, h)
+		}
+		req, _ := wire.AppendMessage(nil, 1, ledger.GetObjects{Hashes: hashes})
+		for _, ip := range []string{"10.0.0.1", "10.0.0.2"} {
+			nc, _ := dialFrom(t, s, ip)
+			go func() {
+				for range 50 {
+					if _, err := nc.Write(req); err != nil {
+						return // closed by the server
+					}
+				}
+			}()
+		}
+		synctest.Wait() // both flooders blocked: the server stopped reading them
+		if objects := s.objects.inUse(); objects > 1000 || objects < 700 {
+			t.Fatalf("%d objects waiting, want at most 1,000 (MaxWaitingObjects) and no room for another 300", objects)
+		}
+		time.Sleep(10 * time.Second) // the flooders never read: their connections time out
+		synctest.Wait()
+		if objects, peak := s.objects.inUse(), s.objects.peak(); objects != 0 || peak > 1000 {
+			t.Fatalf("after the flooders left: %d objects waiting, peak %d; want none, at most 1,000", objects, peak)
 		}
 	})
 }

@@ -76,3 +76,9 @@ func frameReason(err error, oversized Reason) Reason {
 	}
 	return ReasonReadFailed
 }
+
+// brokeProtocol reports whether a connection that ended for r ended because
+// the peer broke the protocol: sent a frame we cap or cannot parse.
+func brokeProtocol(r Reason) bool {
+	return r == ReasonOversized || r == ReasonTooManyItems || r == ReasonMalformed
+}

@@ -75,7 +75,11 @@ type ServerStats struct {
 	// Chatter counts the frames a Chatty server sent unprompted.
 	Chatter int
 
-	Rejected     int // connections closed at once: over Limits.MaxConns or MaxConnsPerAddr
+	Rejected int // connections closed at once: over Limits.MaxConns or MaxConnsPerAddr
+	// Evicted counts connections closed to make room, when the server was
+	// full, for one from an address with fewer connections (see
+	// ServerLimits.MaxConns).
+	Evicted      int
 	TimedOut     int // connections closed idle, mid-frame, or not taking a reply (Limits' timeouts)
 	AcceptErrors int // Accept failures (out of file descriptors, say), each retried after a back-off
 
@@ -125,19 +129,21 @@ type Server struct {
 	quit       chan struct{} // closed by Close
 	wg         sync.WaitGroup
 	waiting    *budget // replies planned and not yet written, over all connections
+	objects    *budget // the objects of those replies
 	replyBytes *budget // encoded reply bytes being written, over all connections
 	accounts   *resource.Accounts
 
 	mu sync.Mutex
 	// The following fields are guarded by mu.
-	rng    *rand.Rand
-	queue  *serviceQueue // nil without Behaviour.Service
-	ln     net.Listener
-	addr   string
-	conns  map[*serverConn]struct{}
-	byAddr map[string]int // connections served now, by remote address
-	closed bool
-	stats  ServerStats
+	rng     *rand.Rand
+	queue   *serviceQueue // nil without Behaviour.Service
+	ln      net.Listener
+	addr    string
+	conns   map[*serverConn]struct{}
+	byAddr  map[string]int // connections served now, by remote address
+	connSeq uint64         // numbers the connections in their order of arrival
+	closed  bool
+	stats   ServerStats
 }
 
 // NewServer returns a server that is not listening yet. It fails if cfg has
@@ -166,6 +172,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		limits:     limits,
 		quit:       make(chan struct{}),
 		waiting:    newBudget(limits.MaxWaitingTotal),
+		objects:    newBudget(limits.MaxWaitingObjects),
 		replyBytes: newBudget(limits.MaxReplyBytes),
 		accounts:   resource.NewAccounts(nil, !cfg.LimitsOff),
 		rng:        rand.New(rand.NewPCG(cfg.Seed, 0x7463706e6574)), // "tcpnet"
@@ -315,7 +322,8 @@ func (s *Server) pause(d time.Duration) bool {
 // if it is over a connection limit (and returns nil). The caller holds s.mu.
 func (s *Server) serveLocked(nc net.Conn) *serverConn {
 	addr := remoteHost(nc)
-	if len(s.conns) >= s.limits.MaxConns || s.byAddr[addr] >= s.limits.MaxConnsPerAddr {
+	if s.byAddr[addr] >= s.limits.MaxConnsPerAddr ||
+		len(s.conns) >= s.limits.MaxConns && !s.evictForLocked(addr) {
 		s.stats.Rejected++
 		_ = nc.Close()
 		return nil
@@ -327,6 +335,8 @@ func (s *Server) serveLocked(nc net.Conn) *serverConn {
 		return nil
 	}
 	c := newServerConn(s, nc, addr)
+	s.connSeq++
+	c.seq = s.connSeq
 	s.conns[c] = struct{}{}
 	s.byAddr[addr]++
 	s.stats.Accepted++
@@ -394,6 +404,38 @@ func (s *Server) drop() {
 		case <-s.quit:
 		}
 	}()
+}
+
+// evictForLocked makes room, in a full server, for a connection from addr:
+// it closes a connection of the address that has the most, if that address
+// would still have more than addr once the newcomer is in, and stops
+// counting it against the limits at once. So the clients of many addresses
+// can fill the server only until a client of another address comes, and a
+// client with one connection keeps it while any address has two. It reports
+// whether it made room. Caller holds s.mu.
+func (s *Server) evictForLocked(addr string) bool {
+	busiest, most := "", 0
+	for a, n := range s.byAddr {
+		if n > most || n == most && a < busiest {
+			busiest, most = a, n
+		}
+	}
+	if most <= s.byAddr[addr]+1 {
+		return false
+	}
+	var victim *serverConn
+	for c := range s.conns {
+		if c.addr == busiest && (victim == nil || c.seq > victim.seq) {
+			victim = c // the newest: it has had the least of the server
+		}
+	}
+	delete(s.conns, victim)
+	if s.byAddr[busiest]--; s.byAddr[busiest] <= 0 {
+		delete(s.byAddr, busiest)
+	}
+	victim.close()
+	s.stats.Evicted++
+	return true
 }
 
 // forget counts how c ended and stops counting it against the limits,

@@ -30,6 +30,7 @@ type serverConn struct {
 	s         *Server
 	nc        net.Conn
 	addr      string // what it counts against in MaxConnsPerAddr
+	seq       uint64 // its order of arrival (Server.connSeq)
 	in        chan timedReply
 	waiting   *budget // this connection's replies planned and not yet written
 	closing   chan struct{}
@@ -39,6 +40,7 @@ type serverConn struct {
 	// the last of the reader and the responder to return gives back what
 	// is left (see exit).
 	held    atomic.Int64
+	heldObj atomic.Int64 // the same, for the server's objects budget
 	live    atomic.Int32
 	encoded atomic.Int64 // capacity of the responder's encode buffer, for tests and Stats
 
@@ -50,9 +52,10 @@ type serverConn struct {
 // the same moment in the order they were planned; echo is what a reply of
 // objects copies from its query.
 type timedReply struct {
-	at   time.Time
-	seq  uint64
-	echo wire.Echo
+	at      time.Time
+	seq     uint64
+	echo    wire.Echo
+	objects int // units of the server's objects budget it holds
 	reply
 }
 
@@ -82,6 +85,7 @@ func (c *serverConn) close() {
 func (c *serverConn) exit() {
 	if c.live.Add(-1) == 0 {
 		c.s.waiting.give(int(c.held.Swap(0)))
+		c.s.objects.give(int(c.heldObj.Swap(0)))
 	}
 	c.s.wg.Done()
 }
@@ -164,9 +168,17 @@ func (c *serverConn) read() {
 				return
 			}
 			c.held.Add(1)
+			objects := 0
+			if m, ok := r.msg.(ledger.Objects); ok {
+				objects = len(m.Items)
+			}
+			if !c.s.objects.take(objects, c.closing) {
+				return
+			}
+			c.heldObj.Add(int64(objects))
 			// Never blocks: in holds MaxWaiting, and waiting counts
 			// every reply in it.
-			c.in <- timedReply{at: now.Add(r.delay), seq: seq, reply: r, echo: echo}
+			c.in <- timedReply{at: now.Add(r.delay), seq: seq, reply: r, echo: echo, objects: objects}
 		}
 		clear(replies) // the replies' objects belong to the responder now
 		if drop {
@@ -275,15 +287,18 @@ func (c *serverConn) respond() {
 // past keepEncodeBuffer, so that a connection does not keep the largest
 // reply it ever wrote. It reports false if the connection failed.
 func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
-	written, bytes, sent := 0, 0, 0
+	written, bytes, units, sent := 0, 0, 0, 0
 	defer func() {
 		c.s.replyBytes.give(bytes)
 		c.waiting.give(written)
 		c.s.waiting.give(written)
 		c.held.Add(int64(-written))
+		c.s.objects.give(units)
+		c.heldObj.Add(int64(-units))
 	}()
 	for len(*due) > 0 && !(*due)[0].at.After(time.Now()) && (written == 0 || len(buf) < keepEncodeBuffer) {
 		r := heap.Pop(due).(timedReply)
+		units += r.objects // its list is the responder's to drop now
 		objects, isReply := r.msg.(ledger.Objects)
 		n := wire.MessageSize(r.id, r.msg)
 		if isReply {

@@ -17,11 +17,12 @@ import (
 // connection and in total, so that no client, and no number of them, grows
 // the server's memory without bound or pins it after leaving. With the
 // defaults, the worst case is about 256 × (16 + 16 + 64 + 256) KB for the
-// connections, 512 × 230 KB for the replies waiting and 32 MiB for those
-// being written: under 250 MB besides the ledger. Served from Nodes that
-// copy what they return (a node store on disk, ServerConfig.Nodes), a reply
-// waiting also holds its objects' bytes, up to the frame cap: lower
-// MaxWaiting and MaxWaitingTotal where hostile clients and latency meet.
+// connections, 7 MB for the lists of the replies waiting (131,072 objects)
+// and 32 MiB for those being written: about 130 MB besides the ledger.
+// Served from Nodes that copy what they return (a node store on disk,
+// ServerConfig.Nodes), the replies waiting also hold their objects'
+// bytes: about 40 MB more for 131,072 nodes of a generated ledger's mean
+// size (some 290 bytes).
 
 // Defaults for the zero limits of ServerConfig.
 const (
@@ -35,7 +36,12 @@ const (
 	// stops reading a connection.
 	DefaultMaxWaiting      = 256
 	DefaultMaxWaitingTotal = 512
-	DefaultMaxReplyBytes   = 32 << 20
+	// DefaultMaxWaitingObjects caps the objects of the replies waiting,
+	// over all connections: their lists take about 56 bytes an object, so
+	// 131,072 take 7 MB, where 512 replies of wire.DefaultMaxItems objects
+	// would take 118 MB. Small replies, the usual ones, never reach it.
+	DefaultMaxWaitingObjects = 1 << 17
+	DefaultMaxReplyBytes     = 32 << 20
 	// DefaultMaxRequestFrame caps a request's frame: a query for
 	// wire.DefaultMaxItems hashes takes about 150 KB, so a client has no
 	// honest use for more, and the cap is what a half-sent frame can make
@@ -58,8 +64,12 @@ const (
 // ServerLimits bounds what clients can make a Server hold. The zero value
 // uses the defaults; a negative field is an error (NewServer).
 type ServerLimits struct {
-	// MaxConns caps the connections served at once; one accepted beyond it
-	// is closed at once (ServerStats.Rejected). 0 means DefaultMaxConns.
+	// MaxConns caps the connections served at once. One accepted beyond it
+	// is closed at once (ServerStats.Rejected), unless some address has
+	// more connections than its own would then have: the newest connection
+	// of the address with the most is closed to make room for it
+	// (ServerStats.Evicted), so that clients of many addresses cannot keep
+	// a client of another out. 0 means DefaultMaxConns.
 	MaxConns int
 	// MaxConnsPerAddr caps the connections from one remote IP address. 0
 	// means DefaultMaxConnsPerAddr.
@@ -83,6 +93,12 @@ type ServerLimits struct {
 	// MaxWaitingTotal caps the same over all connections. 0 means
 	// DefaultMaxWaitingTotal.
 	MaxWaitingTotal int
+	// MaxWaitingObjects caps the objects of those replies, over all
+	// connections, so that large replies waiting cost a bounded memory
+	// however few they are: the reader waits for room as for the other
+	// two (a single reply above the cap waits until no other is waiting).
+	// 0 means DefaultMaxWaitingObjects.
+	MaxWaitingObjects int
 	// MaxReplyBytes caps the bytes of encoded replies held at once over
 	// all connections, while they are written; a reply waits for room. A
 	// reply larger than the cap is written alone. 0 means
@@ -94,7 +110,7 @@ type ServerLimits struct {
 // negative one.
 func (l ServerLimits) withDefaults() (ServerLimits, error) {
 	if l.MaxConns < 0 || l.MaxConnsPerAddr < 0 || l.IdleTimeout < 0 || l.FrameTimeout < 0 || l.WriteTimeout < 0 ||
-		l.MaxWaiting < 0 || l.MaxWaitingTotal < 0 || l.MaxReplyBytes < 0 {
+		l.MaxWaiting < 0 || l.MaxWaitingTotal < 0 || l.MaxWaitingObjects < 0 || l.MaxReplyBytes < 0 {
 		return l, fmt.Errorf("negative limit in %+v", l)
 	}
 	def := func(v *int, d int) {
@@ -111,6 +127,7 @@ func (l ServerLimits) withDefaults() (ServerLimits, error) {
 	def(&l.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
 	def(&l.MaxWaiting, DefaultMaxWaiting)
 	def(&l.MaxWaitingTotal, DefaultMaxWaitingTotal)
+	def(&l.MaxWaitingObjects, DefaultMaxWaitingObjects)
 	def(&l.MaxReplyBytes, DefaultMaxReplyBytes)
 	defDur(&l.IdleTimeout, DefaultIdleTimeout)
 	defDur(&l.FrameTimeout, DefaultFrameTimeout)

@@ -34,10 +34,19 @@ const objectsField protowire.Number = 6
 // AppendMessage appends a whole frame carrying msg under request ID id. msg
 // is a ledger.GetObjects (sent as a TMGetObjectByHash query for state nodes),
 // a ledger.Objects (its reply), either as a non-nil pointer, or a Ping or a
-// Pong (a TMPing); id goes in the message's seq. It fails, leaving dst as it
-// was, with ErrIDRange for an id above MaxID, ErrUnknownType for any other
-// value and ErrOversized if the message does not fit a frame.
+// Pong (a TMPing); id goes in the message's seq. msg may also be a Frame of
+// a type this package frames (a notification such as a TypeStatusChange,
+// with its payload already encoded), which is written as it is, id unused.
+// It fails, leaving dst as it was, with ErrIDRange for an id above MaxID,
+// ErrUnknownType for any other value and ErrOversized if the message does
+// not fit a frame.
 func AppendMessage(dst []byte, id uint64, msg any) ([]byte, error) {
+	if f, ok := msg.(Frame); ok {
+		if err := checkFrame(f.Type, len(f.Payload)); err != nil {
+			return dst, err
+		}
+		return append(appendHeader(dst, f.Type, len(f.Payload)), f.Payload...), nil
+	}
 	t, m, err := message(id, msg)
 	if err != nil {
 		return dst, err
@@ -59,6 +68,12 @@ func AppendMessage(dst []byte, id uint64, msg any) ([]byte, error) {
 // under id, or 0 if it cannot encode it. Simulated networks use it to charge
 // a response's bandwidth as TCP would.
 func MessageSize(id uint64, msg any) int {
+	if f, ok := msg.(Frame); ok {
+		if checkFrame(f.Type, len(f.Payload)) != nil {
+			return 0
+		}
+		return HeaderSize + len(f.Payload)
+	}
 	_, m, err := message(id, msg)
 	if err != nil {
 		return 0

@@ -22,6 +22,7 @@ import (
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/xrpl/fetch"
+	"github.com/peersched/peersched/xrpl/node"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
 
@@ -157,18 +158,23 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	// unasked answers is disconnected).
 	meter := newTrafficMeter()
 	cfg.Traffic = meter.totals
+	cfg.Priority = node.PriorityFetch
+	if o.components.bandwidth > 0 {
+		cfg.Bytes = fetchBytes(o.batch)
+	}
 	var host tcpnet.Host
+	var sched *scheduler.Scheduler
 	var fetchRun func(context.Context) (fetch.Report, error)
 	stop := func() {}
 	switch strategy {
 	case "scheduler":
 		// IDs that fit TMGetObjectByHash's seq, on every transport, so the
 		// simulated fetch issues the IDs the TCP one does.
-		s, err := scheduler.New(scheduler.Config{RequestIDs: tcpnet.RequestIDs()})
+		s, err := scheduler.New(scheduler.Config{RequestIDs: tcpnet.RequestIDs(), Budget: o.components.schedulerBudget()})
 		if err != nil {
 			return nil, err
 		}
-		host, stop = s, func() { _ = s.Shutdown(context.Background()) }
+		host, stop, sched = s, func() { _ = s.Shutdown(context.Background()) }, s
 		fetchRun = func(ctx context.Context) (fetch.Report, error) { return fetch.Run(ctx, s, cfg) }
 	case "peerset":
 		ps, err := fetch.NewPeerset(cfg)
@@ -183,18 +189,37 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		}
 		host, fetchRun = rp, rp.Run
 	}
+	host, comps, err := withComponents(host, sched, o.components.nodeConfig(src, o.seed))
+	if err != nil {
+		stop()
+		return nil, err
+	}
 	nw, roles, err := startNetwork(ctx, o, l, host, meter, warn)
 	if err != nil {
 		stop()
 		return nil, err
 	}
 	net.Store(&nw)
+	if comps != nil {
+		comps.Start()
+	}
 	rep, err := fetchRun(ctx)
+	var others []node.ComponentReport
+	if comps != nil {
+		others = comps.Stop()
+	}
 	events := nw.events()
 	nw.close()
 	stop()
 	said, counted := nw.said() // after close: the peers' counts are final
 	res := newResult(rep, o, roles, events, err)
+	if others != nil {
+		way := node.WayScheduler
+		if sched == nil {
+			way = node.WayOwnPeers
+		}
+		res.Components = append([]node.ComponentReport{node.FetchReport(way, node.PriorityFetch, rep)}, others...)
+	}
 	res.noteSaid(said, counted, o.peerLimitsOff)
 	res.noteStore(o, store)
 	if rep.Complete {

@@ -47,6 +47,7 @@ type options struct {
 	store         string      // the node store's directory; "" for a temporary one
 	root          ledger.Hash // with -connect: the peers' root, instead of generating the ledger
 	expect        int         // with -root: the ledger's node count, if known
+	components    componentOptions
 }
 
 // errUsage marks errors in the command line; run exits with 2 for them.
@@ -103,6 +104,7 @@ Flags:
 	fs.DurationVar(&o.answerTimeout, "answer-timeout", tcpnet.DefaultAnswerTimeout, "over TCP: drop a peer's connection when, asked something, it sends nothing for this long, or takes longer over one frame (it is redialled after a back-off, doubling to 30s, jittered); the report names why each connection ended")
 	fs.StringVar(&o.store, "store", "", "keep the fetched objects on disk in this directory (a Pebble store), and resume from what it holds: a fetch killed midway and run again asks only for what is missing (default: a temporary directory, removed at the end; \"mem\": in memory, to compare)")
 	fs.StringVar(&root, "root", "", "with -connect: the root hash (hex) of the ledger the peers serve, as ledgerpeer prints it, instead of generating the ledger from -objects and -seed")
+	o.components.register(fs)
 	fs.IntVar(&o.expect, "expect", 0, "with -root: the ledger's node count, as ledgerpeer prints it, to show progress against (0: unknown)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -133,6 +135,9 @@ Flags:
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if err := o.checkStore(root); err != nil {
+		return o, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := o.components.check(given, o.peers, o.strategy, o.batch); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return o, nil

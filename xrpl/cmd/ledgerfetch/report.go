@@ -10,6 +10,7 @@ import (
 
 	"github.com/peersched/peersched/peer"
 	"github.com/peersched/peersched/xrpl/fetch"
+	"github.com/peersched/peersched/xrpl/node"
 )
 
 // result is one fetch's report with the setup it ran in, as printed and as
@@ -58,6 +59,10 @@ type result struct {
 	// time: what a killed fetch left, before resuming, and what a complete
 	// fetch wrote, after it (see nodeStore.compact).
 	StoreCompaction fetch.Duration `json:"store_compaction_seconds,omitempty"`
+
+	// Components are the fetch and the components that ran beside it
+	// (-lookups, -relay), a row each; absent when none ran.
+	Components []node.ComponentReport `json:"components,omitempty"`
 
 	roleByPeer map[peer.ID]role
 }
@@ -188,6 +193,7 @@ func writeReport(w io.Writer, r result) {
 		fmt.Fprintf(w, "  utilisation  %.0f%% of %.1f channels (the peers', mean over the fetch) x %.0f objects / %s mean RTT = %s objects/s, the most those channels carry\n",
 			100*r.Utilisation, r.Report.Channels, perRequest, dur(time.Duration(r.MeanRTT)), commas(int(r.Bound)))
 	}
+	writeComponents(w, r)
 	fmt.Fprintf(w, "\n  %-22s %-9s %8s %8s %8s %9s %9s %9s %6s\n", "peer", "role", "requests", "failures", "bad objs", "p50", "p99", "objects", "share")
 	for _, p := range r.Peers {
 		ro := r.roleByPeer[peer.ID(p.ID)]

@@ -85,9 +85,10 @@ func TestConnectToChattyPeers(t *testing.T) {
 // request (-batch 1) gets over 3,200 queries within a second or two, and
 // cuts us off for our charges; the report counts the cut and names it as
 // the reason the peer disconnected, and the fetch still completes once the
-// modelled redial is let back in.
+// modelled redial is let back in. The library's rate limits are off
+// (-rate-limits off): with them on, the fetch never comes near a cut.
 func TestCutOffForChargesNamed(t *testing.T) {
-	code, stdout, stderr := runCmd(t, "-objects", "2500", "-peers", "1", "-batch", "1", "-transport", "mem", "-latency", "none", "-json")
+	code, stdout, stderr := runCmd(t, "-objects", "2500", "-peers", "1", "-batch", "1", "-rate-limits", "off", "-transport", "mem", "-latency", "none", "-json")
 	if code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", code, stderr)
 	}
@@ -100,5 +101,27 @@ func TestCutOffForChargesNamed(t *testing.T) {
 	}
 	if got := d.Events["p00"].Reasons[string(simnet.DownCharges)]; int64(got) != d.Drops {
 		t.Fatalf("disconnect reasons %v, want %q %d times", d.Events["p00"].Reasons, simnet.DownCharges, d.Drops)
+	}
+}
+
+// TestRateLimitsKeepOnePeerPolite is TestCutOffForChargesNamed's setting
+// with the library's rate limits on, as by default: one simulated peer, no
+// latency, every request sent as fast as the peer's channels allow. The
+// peer's rate is declared (fetch.RippledRate), so the fetch never draws a
+// warning, let alone a cut, and sizes its requests to make up for it.
+func TestRateLimitsKeepOnePeerPolite(t *testing.T) {
+	code, stdout, stderr := runCmd(t, "-objects", "2500", "-peers", "1", "-transport", "mem", "-latency", "none", "-json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", code, stderr)
+	}
+	d := decodeOne[struct {
+		saidReport
+		BatchMean float64 `json:"batch_mean"`
+	}](t, stdout)
+	if !d.Complete || d.Drops != 0 || d.Warnings != 0 || d.BalancePeak >= 5_000 {
+		t.Fatalf("complete %v, %d cuts, %d warnings, peak balance %d: want complete, no warning, under 5,000", d.Complete, d.Drops, d.Warnings, d.BalancePeak)
+	}
+	if d.BatchMean <= 64 {
+		t.Fatalf("batch mean %.1f: want requests larger than 64 hashes where the rate binds", d.BatchMean)
 	}
 }

@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&lim.WriteTimeout, "write-timeout", tcpnet.DefaultWriteTimeout, "close a connection that does not take a reply within this long")
 	fs.IntVar(&lim.MaxWaiting, "max-waiting", tcpnet.DefaultMaxWaiting, "replies of one connection waiting for their delay (-latency) or to be written; past it the connection is not read")
 	fs.IntVar(&lim.MaxWaitingTotal, "max-waiting-total", tcpnet.DefaultMaxWaitingTotal, "the same, over all connections")
+	fs.IntVar(&lim.MaxWaitingObjects, "max-waiting-objects", tcpnet.DefaultMaxWaitingObjects, "the objects of those replies, over all connections; past it no connection is read")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -105,6 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer closeServed()
+	limitMemory()
 	var servers []*tcpnet.Server
 	defer func() {
 		for _, srv := range servers {
@@ -151,8 +153,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			on = " on " + srv.Addr()
 		}
 		st := srv.Stats()
-		fmt.Fprintf(stdout, "ledgerpeer: stopped%s after %v: %d connections, %d requests, %d replies (%d objects), %d refused, %d rejected over the connection caps, %d timed out, %d accept errors\n",
-			on, time.Since(start).Round(time.Millisecond), st.Accepted, st.Requests, st.Replies, st.Objects, st.Refused, st.Rejected, st.TimedOut, st.AcceptErrors)
+		fmt.Fprintf(stdout, "ledgerpeer: stopped%s after %v: %d connections, %d requests, %d replies (%d objects), %d refused, %d rejected over the connection caps, %d evicted to make room, %d timed out, %d accept errors\n",
+			on, time.Since(start).Round(time.Millisecond), st.Accepted, st.Requests, st.Replies, st.Objects, st.Refused, st.Rejected, st.Evicted, st.TimedOut, st.AcceptErrors)
 		r := st.Resources
 		fmt.Fprintf(stdout, "ledgerpeer: as a rippled peer%s (limits %s): %d warnings, %d connections cut for their charges, %d redials refused, peak balance %d; %d queries dropped while busy, %d replies truncated, %d unknown frames skipped, %d useless frames charged, %d frames of chatter sent\n",
 			on, *peerLimits, r.Warnings, r.Drops, r.Refused, r.PeakBalance, st.BusyDrops, st.Truncated, st.UnknownFrames, st.Useless, st.Chatter)
@@ -170,6 +172,7 @@ func checkLimits(l tcpnet.ServerLimits) error {
 		{"-max-conns", int64(l.MaxConns)}, {"-max-conns-per-addr", int64(l.MaxConnsPerAddr)},
 		{"-idle-timeout", int64(l.IdleTimeout)}, {"-frame-timeout", int64(l.FrameTimeout)}, {"-write-timeout", int64(l.WriteTimeout)},
 		{"-max-waiting", int64(l.MaxWaiting)}, {"-max-waiting-total", int64(l.MaxWaitingTotal)},
+		{"-max-waiting-objects", int64(l.MaxWaitingObjects)},
 	} {
 		if f.v <= 0 {
 			var shown any = f.v

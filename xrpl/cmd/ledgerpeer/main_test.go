@@ -188,7 +188,7 @@ func TestSurvivesIdleFlood(t *testing.T) {
 	}
 	// The honest client's first connection may or may not have timed
 	// out, idle, before the interrupt.
-	if !regexp.MustCompile(`3 rejected over the connection caps, [23] timed out`).MatchString(rest.String()) {
+	if !regexp.MustCompile(`3 rejected over the connection caps, 0 evicted to make room, [23] timed out`).MatchString(rest.String()) {
 		t.Errorf("last words %q, want 3 rejected and 2 or 3 timed out", rest.String())
 	}
 }

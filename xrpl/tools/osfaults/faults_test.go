@@ -328,9 +328,14 @@ func (h *harness) startFetch(t *testing.T) *fetchProc {
 		addrs = append(addrs, h.peerID(i))
 	}
 	stdout := &bytes.Buffer{}
+	// The harness checks what OS faults do to requests in flight: each
+	// peer must always have some, so that a crash fails them. Paced at
+	// rippled's rate (ledgerfetch's default), a peer is often between
+	// requests; so the rate limits are off here, and the batches fixed at
+	// ledgerfetch's former default.
 	p := startProc(t, "ledgerfetch", h.lab.fetchNS, stdout, h.fetchBin,
 		"-connect", strings.Join(addrs, ","), "-objects", objects, "-seed", "1",
-		"-timeout", requestTimeout, "-wait", "10s", "-json")
+		"-timeout", requestTimeout, "-wait", "10s", "-rate-limits", "off", "-batch", "64", "-json")
 	return &fetchProc{proc: p, stdout: stdout}
 }
 
