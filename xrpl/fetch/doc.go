@@ -7,7 +7,10 @@
 //
 //   - Run fetches through a scheduler.Scheduler. One bulk sender takes every
 //     channel an offer allows, puts a batch of hashes (a ledger.GetObjects) on
-//     each, and schedules a continuation while work remains. Each request
+//     each, and schedules a continuation while work remains. With fewer
+//     hashes waiting than channels offered, the fastest idle peers get
+//     them first, whatever their recent failures: a ledger's chain of
+//     single-child nodes is fetched a level per round trip. Each request
 //     declares that it expects a ledger.Objects, so the scheduler refuses
 //     any other response and the request waits for its right one (or its
 //     deadline). Failed requests (timeout, disconnect, refusal) and missing

@@ -507,6 +507,8 @@ func (r *Rippled) sendLocked(id peer.ID, hashes []ledger.Hash) bool {
 	}
 	r.pending[rid] = &psRequest{to: id, hashes: hashes, sentAt: r.cfg.Clock.Now()}
 	r.tally.sent(id)
+	r.tally.hashes += len(hashes) // the report's BatchMean
+	r.tally.batches++
 	return true
 }
 

@@ -326,6 +326,11 @@ func TestRippledFetch(t *testing.T) {
 	if wall := time.Duration(o.rep.Wall); wall != wantWall || o.rep.Requests != wantRequests {
 		t.Errorf("%v virtual and %d requests, want %v and %d", wall, o.rep.Requests, wantWall, wantRequests)
 	}
+	// The five blind requests ask for the root alone; every other asks
+	// for up to 128 hashes, as many as wait.
+	if o.rep.BatchMean <= 1 || o.rep.BatchMean > rippledReply {
+		t.Errorf("batch mean %.1f, want above 1 and at most %d", o.rep.BatchMean, rippledReply)
+	}
 	if o.rep.Strategy != "rippled" || o.rep.Timeouts != 0 || len(o.rep.Peers) != 5 {
 		t.Errorf("report %s with %d timeouts, %d peers asked; want the 5 of the set", o.rep.Strategy, o.rep.Timeouts, len(o.rep.Peers))
 	}

@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
@@ -112,6 +113,7 @@ type bulk struct {
 	slow     []*request                // past their soft deadlines, not hedged yet (see tail.go)
 	offered  []peer.ID                 // scratch for OnOffer: the peer of each channel
 	order    []int                     // scratch for OnOffer: channel indices in the order tried
+	ranks    []channelRank             // scratch for OnOffer: what fastestFirst ranks each channel by
 
 	hedger *hedge.Hedger // sends every request, and hedges them at the tail
 	// hedgeAvoid is the peers the judge penalised when hedgeSlowLocked last
@@ -326,7 +328,9 @@ func (b *bulk) wakeFromOutside() {
 
 // OnOffer fills every channel of the offer it may with a batch of hashes:
 // the scheduler's order, best channel first, except that peers with a
-// recent failure come after those without. (The scheduler ranks a peer that
+// recent failure come after those without, and that with fewer hashes
+// waiting than channels offered the fastest peers come first (see
+// fastestFirst). (The scheduler ranks a peer that
 // has never answered as if it were the fastest, so a silent peer would
 // otherwise get every request at the top of the tree, where there are only
 // a few.) A retry avoids the peers that failed it unless no other peer has a
@@ -348,9 +352,10 @@ func (b *bulk) OnOffer(o offer.Offer) {
 		return
 	}
 	now := b.cfg.Clock.Now()
-	offered, order := b.offered[:0], b.order[:0]
+	offered, order, ranks := b.offered[:0], b.order[:0], b.ranks[:0]
 	for _, ch := range o.All() {
 		offered = append(offered, ch.Peer)
+		ranks = append(ranks, channelRank{closed: ch.ChannelsClosed, rtt: ch.RTT})
 	}
 	for pass := range 2 {
 		for i, p := range offered {
@@ -359,7 +364,11 @@ func (b *bulk) OnOffer(o offer.Offer) {
 			}
 		}
 	}
-	b.offered, b.order = offered, order
+	if b.front.waitingCount() < len(order) {
+		b.countListedLocked(offered, ranks)
+		fastestFirst(order, ranks)
+	}
+	b.offered, b.order, b.ranks = offered, order, ranks
 
 	sent := 0
 	for pass := range 2 {
@@ -387,6 +396,55 @@ func (b *bulk) OnOffer(o offer.Offer) {
 	if b.front.waitingCount() > 0 {
 		b.scheduleLocked()
 	}
+}
+
+// countListedLocked adds to each channel's requests in flight the
+// channels of its peer listed before it in the offer: the offer's counts
+// are those of when it was made, and a peer given the first of its channels
+// has one more in flight when the second is ranked. Without it, a fast
+// peer's channels would all rank before any other's, and a narrow frontier
+// would queue batches at its workers.
+func (b *bulk) countListedLocked(offered []peer.ID, ranks []channelRank) {
+	b.tally.mark++
+	for i, id := range offered {
+		p := b.tally.peer(id)
+		if p.mark != b.tally.mark {
+			p.mark, p.listed = b.tally.mark, 0
+		}
+		ranks[i].closed += p.listed
+		p.listed++
+	}
+}
+
+// channelRank is what fastestFirst knows of an offered channel's peer.
+type channelRank struct {
+	closed int           // its requests in flight (offer.Channel.ChannelsClosed), and its channels listed before
+	rtt    time.Duration // its smoothed response time; 0 until it has answered
+}
+
+// fastestFirst reorders order, indexes of the channels offered, so that
+// among the peers with the fewest requests in flight the fastest come
+// first, those that have not answered yet last. It is for a narrow
+// frontier, fewer hashes waiting than channels offered, where which channel
+// a hash takes decides how soon the next level is known: the scheduler
+// ranks idle peers whose times are within a factor of two alike, and
+// OnOffer's order puts a peer with a recent failure last, such as a
+// neighbour that lacked the top of the tree a moment ago and holds it now.
+// A ledger with a chain of single-child inner nodes (ledger 40000 has one
+// 49 levels deep: two order book directories share 48 nibbles of their
+// keys) is fetched one level per round trip, so each level would otherwise
+// cost whichever peer was ranked first. Requests in flight still come
+// first, as in the scheduler's ranking, so that a fast peer is not sent
+// every narrow batch and queued up. A suspect peer still gets only its one
+// probe (see OnOffer), and a benched one nothing.
+func fastestFirst(order []int, ranks []channelRank) {
+	rtt := func(i int) time.Duration { return ranks[i].rtt }
+	slices.SortStableFunc(order, func(i, j int) int {
+		if c := cmp.Compare(ranks[i].closed, ranks[j].closed); c != 0 {
+			return c
+		}
+		return cmp.Compare(rtt(i), rtt(j))
+	})
 }
 
 // OnDiscard is called if the scheduler stops while the sender waits.

@@ -49,6 +49,7 @@ type peerTally struct {
 	// about how the peer answers; nor do refusals, which say it is busy.
 	streak int
 	mark   uint64 // scratch: a stamp of tally.mark, to count a peer once in a walk
+	listed int    // scratch: its channels met so far in a walk stamped mark
 }
 
 // suspectStreak is the failure streak from which a peer is suspect: the

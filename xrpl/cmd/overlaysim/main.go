@@ -6,7 +6,9 @@
 // 100% of the fetching nodes held the verified ledger, the serving nodes'
 // worst queueing delay, peak load and drops, bytes sent, duplicates and
 // fairness: as tables, or as JSON with -json; -svg writes the completion
-// curves. See -h for the flags.
+// curves. It also prints the overlay's lower bound (overlay.LowerBound):
+// the earliest any strategy could have every node hold the ledger, set by
+// the ledger's depth and the links' latencies. See -h for the flags.
 //
 //	go run ./xrpl/cmd/overlaysim -nodes 1000 -degree 8 -seed 1 -svg overlay.svg
 package main
@@ -22,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/ledger"
 	"github.com/peersched/peersched/xrpl/overlay"
 )
@@ -57,6 +60,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	o.cfg.Ledger = l
 	out := output{Ledger: name, LedgerNodes: l.Len(), LedgerBytes: l.Size()}
+	bound, err := overlay.LowerBound(o.cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "overlaysim: %v\n", err)
+		return exitUsage
+	}
+	out.Depth, out.BoundT100 = bound.Depth, fetch.Duration(bound.T100)
 	for _, st := range o.strategies {
 		cfg := o.cfg
 		p := progressLine{w: stderr, strategy: st}

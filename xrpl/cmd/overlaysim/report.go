@@ -7,17 +7,23 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/internal/svgplot"
 	"github.com/peersched/peersched/xrpl/overlay"
 )
 
 // output is everything the command reports; -json prints it as is.
 type output struct {
-	Ledger      string        `json:"ledger"`
-	LedgerNodes int           `json:"ledger_nodes"`
-	LedgerBytes int64         `json:"ledger_bytes"`
-	Runs        []strategyRun `json:"runs"`
-	PeakRSS     int64         `json:"peak_rss_bytes"` // of the whole process, every run
+	Ledger      string `json:"ledger"`
+	LedgerNodes int    `json:"ledger_nodes"`
+	LedgerBytes int64  `json:"ledger_bytes"`
+	// Depth and BoundT100 are overlay.LowerBound's: the ledger's longest
+	// root-to-leaf path, and the earliest any strategy could have every
+	// fetching node hold the ledger.
+	Depth     int            `json:"ledger_depth"`
+	BoundT100 fetch.Duration `json:"bound_t100_seconds"`
+	Runs      []strategyRun  `json:"runs"`
+	PeakRSS   int64          `json:"peak_rss_bytes"` // of the whole process, every run
 }
 
 // strategyRun is one strategy's Result and the wall time it took.
@@ -61,6 +67,8 @@ func writeTable(w io.Writer, o options, out output) {
 	}
 	fmt.Fprintf(w, "links %v–%v one way; each node serves with %d workers, %v per request + %v per object, %d waiting at most (%v beyond); batch %d; time limit %v; rippled's peer limits %s\n\n",
 		c.MinLatency, c.MaxLatency, svc.Workers, svc.PerRequest, svc.PerObject, svc.QueueLimit, svc.Overflow, c.Batch, c.TimeLimit, limits)
+	fmt.Fprintf(w, "lower bound: no strategy has every node done before %s (the ledger is %d levels deep: %d round trips one after another, each to the neighbour that could answer soonest)\n\n",
+		seconds(time.Duration(out.BoundT100)), out.Depth, out.Depth+1)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(label string, cell func(r strategyRun) string) {
 		fmt.Fprint(tw, label+"\t")
