@@ -77,7 +77,7 @@ type reply struct {
 	msg   any
 }
 
-// plan decides how to answer request id asking for req from l, read at now,
+// plan decides how to answer request id asking for req from nodes, read at now,
 // and appends the replies to dst (none for a lost, dropped or ignored
 // request); each reply's delay counts from now. An answer of more than
 // resource.MaxReplyObjects objects is cut to them, and plan sets *truncated. q is the server's service
@@ -85,7 +85,7 @@ type reply struct {
 // fault, latency, missing objects, then whatever the fault needs; a request
 // that overflows q draws only the latency of its rejection), so a seed and a
 // sequence of requests replay.
-func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, q *serviceQueue, now time.Time, id uint64, req ledger.GetObjects, truncated *bool) []reply {
+func (b *Behaviour) plan(dst []reply, r *rand.Rand, nodes Nodes, q *serviceQueue, now time.Time, id uint64, req ledger.GetObjects, truncated *bool) []reply {
 	if r.Float64() < b.Loss {
 		return dst
 	}
@@ -97,7 +97,7 @@ func (b *Behaviour) plan(dst []reply, r *rand.Rand, l *ledger.Ledger, q *service
 	}
 	fault, faulty := pickFault(&b.Faults, r.Float64())
 	delay := b.Latency.Sample(r)
-	resp := l.Answer(req)
+	resp := answerFrom(nodes, req)
 	if b.Missing > 0 {
 		kept := resp.Items[:0]
 		for _, it := range resp.Items {

@@ -20,7 +20,8 @@
 // Host took it, so the fetch can count unwanted bytes against the peer.
 //
 // The other side is a Server, which serves a ledger to every connection it
-// accepts. Its Behaviour can make it slow, lossy, faulty (the faults of
+// accepts: a *ledger.Ledger in memory, or any Nodes, such as a node store
+// on disk, which several servers may share. Its Behaviour can make it slow, lossy, faulty (the faults of
 // package simnet, over real sockets), give it a finite capacity shared by
 // all its connections (simnet's Service: workers, service times and a
 // bounded queue that drops or rejects, with queueing delays in

@@ -14,8 +14,13 @@ import (
 
 // ServerConfig configures a Server.
 type ServerConfig struct {
-	// Ledger is what the server serves. Required.
+	// Ledger is what the server serves, held in memory. It or Nodes is
+	// required, not both.
 	Ledger *ledger.Ledger
+	// Nodes is what the server serves when it is not a Ledger in memory:
+	// a node store on disk, say, which lets a peer serve a ledger larger
+	// than its memory. Several servers may share one.
+	Nodes Nodes
 	// Behaviour is how it answers; the zero value is honest and immediate.
 	Behaviour Behaviour
 	// Seed seeds the behaviour's random choices.
@@ -47,6 +52,7 @@ type ServerStats struct {
 	Accepted int // connections accepted
 	Requests int // requests read on a connection still up (see plan)
 	Replies  int // replies written
+	Objects  int // objects in the replies written
 	Refused  int // connections closed for a bad frame
 	Drops    int // times Behaviour.DropAfter took the server down
 
@@ -141,10 +147,15 @@ type Server struct {
 }
 
 // NewServer returns a server that is not listening yet. It fails if cfg has
-// no Ledger, a Behaviour with impossible probabilities, or a negative limit.
+// neither a Ledger nor Nodes, or both, a Behaviour with impossible probabilities, or a negative limit.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if cfg.Ledger == nil {
-		return nil, errors.New("tcpnet: server needs a ledger")
+	switch {
+	case cfg.Ledger == nil && cfg.Nodes == nil:
+		return nil, errors.New("tcpnet: server needs a ledger or nodes to serve")
+	case cfg.Ledger != nil && cfg.Nodes != nil:
+		return nil, errors.New("tcpnet: server given both a ledger and nodes to serve: give one")
+	case cfg.Ledger != nil:
+		cfg.Nodes = cfg.Ledger
 	}
 	if err := cfg.Behaviour.validate(); err != nil {
 		return nil, fmt.Errorf("tcpnet: %w", err)
@@ -351,7 +362,7 @@ func (s *Server) plan(dst []reply, c *serverConn, id uint64, req ledger.GetObjec
 	s.stats.Requests++
 	b := &s.cfg.Behaviour
 	truncated := false
-	dst = b.plan(dst, s.rng, s.cfg.Ledger, s.queue, now, id, req, &truncated)
+	dst = b.plan(dst, s.rng, s.cfg.Nodes, s.queue, now, id, req, &truncated)
 	if truncated {
 		s.stats.Truncated++
 	}
@@ -466,8 +477,9 @@ func (s *Server) held() (encodeBuffers, replyBytes, waiting int) {
 	return encodeBuffers, s.replyBytes.inUse(), s.waiting.inUse()
 }
 
-func (s *Server) countReplies(n int) {
+func (s *Server) countReplies(n, objects int) {
 	s.mu.Lock()
 	s.stats.Replies += n
+	s.stats.Objects += objects
 	s.mu.Unlock()
 }

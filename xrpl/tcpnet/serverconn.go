@@ -251,7 +251,7 @@ func (c *serverConn) respond() {
 		for range 3 {
 			buf = c.appendChatter(buf)
 		}
-		if !c.write(buf, 0) {
+		if !c.write(buf, 0, 0) {
 			c.close()
 			return
 		}
@@ -287,7 +287,7 @@ func (c *serverConn) respond() {
 // past keepEncodeBuffer, so that a connection does not keep the largest
 // reply it ever wrote. It reports false if the connection failed.
 func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
-	written, bytes, units := 0, 0, 0
+	written, bytes, units, sent := 0, 0, 0, 0
 	defer func() {
 		c.s.replyBytes.give(bytes)
 		c.waiting.give(written)
@@ -314,6 +314,7 @@ func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
 		var err error
 		if isReply {
 			buf, err = wire.AppendReply(buf, r.id, objects, r.echo)
+			sent += len(objects.Items)
 		} else {
 			buf, err = wire.AppendMessage(buf, r.id, r.msg)
 		}
@@ -322,7 +323,7 @@ func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
 		}
 		written++
 	}
-	if !c.write(buf, written) {
+	if !c.write(buf, written, sent) {
 		return buf, false
 	}
 	if cap(buf) > keepEncodeBuffer {
@@ -332,9 +333,9 @@ func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
 	return buf, true
 }
 
-// write writes buf, which holds replies replies, within WriteTimeout, and
-// reports whether it could.
-func (c *serverConn) write(buf []byte, replies int) bool {
+// write writes buf, which holds replies replies carrying objects objects,
+// within WriteTimeout, and reports whether it could.
+func (c *serverConn) write(buf []byte, replies, objects int) bool {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.limits.WriteTimeout))
 	if _, err := c.nc.Write(buf); err != nil {
 		if isTimeout(err) {
@@ -342,7 +343,7 @@ func (c *serverConn) write(buf []byte, replies int) bool {
 		}
 		return false
 	}
-	c.s.countReplies(replies)
+	c.s.countReplies(replies, objects)
 	return true
 }
 

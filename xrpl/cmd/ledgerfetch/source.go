@@ -10,9 +10,9 @@ import (
 // from: a generated ledger, or a real one read from a file, with its header,
 // and possibly a real base ledger for an incremental fetch.
 type source struct {
-	ledger *ledger.Ledger // nil with -root: the peers have it, this process does not
-	root   ledger.Hash    // with -root
-	nodes  int            // with -root: -expect
+	ledger *ledger.Ledger // nil with -connect, unless -ledger: the peers have it, this process does not
+	root   ledger.Hash    // with -connect, unless -ledger: -root, or the generated ledger's
+	nodes  int            // with -connect, unless -ledger: -expect, or the generated ledger's
 	header *ledger.Header // nil for a generated ledger
 	base   *ledger.Ledger // nil unless -base
 	baseHd *ledger.Header
@@ -25,6 +25,13 @@ func loadSource(o options) (source, error) {
 		// Nothing to build: generating a ledger of millions of leaves
 		// takes minutes and gigabytes, for its root hash only.
 		return source{root: o.root, nodes: o.expect}, nil
+	}
+	if o.ledger == "" && o.connect != nil {
+		// The peers serve the tree; the fetch needs its root and size
+		// only, which streaming it gives without holding it (mainnet's
+		// 19 million entries would take gigabytes).
+		sum, err := ledger.GenerateStream(o.seed, o.objects, nil)
+		return source{root: sum.Root, nodes: sum.Nodes}, err
 	}
 	if o.ledger == "" {
 		l, err := ledger.Generate(o.seed, o.objects)

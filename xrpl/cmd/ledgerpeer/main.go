@@ -8,6 +8,16 @@
 // The same -objects and -seed give the same ledger, so every peer serves
 // what the fetcher expects. -ledger serves a real ledger from its file
 // instead (ledgerfetch -connect ... -ledger with the same file fetches it).
+//
+// -store DIR serves the ledger from a node store on disk instead of memory,
+// so that a peer's memory does not grow with the ledger: the first run
+// builds DIR from -objects and -seed (streaming the tree in, never holding
+// it) or from -ledger, and later runs serve what DIR holds. A range of
+// ports in -listen serves one peer per port, each with its own
+// connections, counters and accounts of its clients, all from one ledger:
+//
+//	ledgerpeer -store /tmp/mainnet -objects 19000000 -listen 127.0.0.1:7001-7016 &
+//	ledgerfetch -connect 127.0.0.1:7001,...,127.0.0.1:7016 -root ROOT -expect NODES
 package main
 
 import (
@@ -18,11 +28,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/peersched/peersched/xrpl/ledger"
 	"github.com/peersched/peersched/xrpl/simnet"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
@@ -40,7 +50,9 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("ledgerpeer", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one)")
+	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one); HOST:FIRST-LAST serves one peer per port in the range, from one copy of the ledger")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (building the store included) to this file, for go tool pprof")
+	storeDir := fs.String("store", "", "serve the ledger from a node store on disk in this directory, built on the first run from -objects and -seed or -ledger, and reused by later runs (whose -objects, -seed or -ledger, if given, must name the same ledger)")
 	objects := fs.Int("objects", 200_000, "leaves in the generated ledger")
 	file := fs.String("ledger", "", "serve the real ledger in this JSON file (header and state) instead of a generated one")
 	seed := fs.Uint64("seed", 1, "seed of the ledger and of the peer's random choices")
@@ -76,50 +88,77 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
 		return 2
 	}
-	var l *ledger.Ledger
-	if *file != "" {
-		if l, _, err = ledger.LoadFile(*file); err != nil {
-			err = fmt.Errorf("-ledger %q: %w", *file, err)
-		}
-	} else {
-		l, err = ledger.Generate(*seed, *objects)
-	}
+	addrs, err := listenAddrs(*listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
-		return 2
-	}
-	limitMemory()
-	srv, err := tcpnet.NewServer(tcpnet.ServerConfig{
-		Ledger: l,
-		Seed:   *seed,
-		Limits: lim,
-		// Rippled's limits unless -peer-limits off.
-		LimitsOff: *peerLimits == "off",
-		Chatty:    *chatty,
-		Behaviour: tcpnet.Behaviour{
-			Latency: simnet.Uniform(*latency-*jitter, *latency+*jitter),
-			Loss:    *loss,
-			Faults:  tcpnet.Misbehaviour(*misbehave),
-		},
-	})
-	if err != nil {
-		fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
-		return 2
-	}
-	if err := srv.Listen(*listen); err != nil {
 		fmt.Fprintf(stderr, "ledgerpeer: -listen %q: %v\n", *listen, err)
-		return 1
+		return 2
 	}
-	fmt.Fprintf(stdout, "ledgerpeer: serving ledger %s (%d objects, %d nodes) on %s\n", l.Root().Hex(), l.Leaves(), l.Len(), srv.Addr())
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "ledgerpeer: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer stopProfile()
+	}
+	served, closeServed, code := serveWhat(ctx, fs, *storeDir, *file, *seed, *objects, stderr)
+	if code != 0 {
+		return code
+	}
+	defer closeServed()
+	limitMemory()
+	var servers []*tcpnet.Server
+	defer func() {
+		for _, srv := range servers {
+			srv.Close()
+		}
+	}()
+	for i, addr := range addrs {
+		srv, err := tcpnet.NewServer(tcpnet.ServerConfig{
+			Nodes:  served.from,
+			Seed:   *seed + uint64(i),
+			Limits: lim,
+			// Rippled's limits unless -peer-limits off.
+			LimitsOff: *peerLimits == "off",
+			Chatty:    *chatty,
+			Behaviour: tcpnet.Behaviour{
+				Latency: simnet.Uniform(*latency-*jitter, *latency+*jitter),
+				Loss:    *loss,
+				Faults:  tcpnet.Misbehaviour(*misbehave),
+			},
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "ledgerpeer: %v\n", err)
+			return 2
+		}
+		servers = append(servers, srv)
+		if err := srv.Listen(addr); err != nil {
+			fmt.Fprintf(stderr, "ledgerpeer: -listen %q: %v\n", addr, err)
+			return 1
+		}
+	}
+	listening := make([]string, len(servers))
+	for i, srv := range servers {
+		listening[i] = srv.Addr()
+	}
+	fmt.Fprintf(stdout, "ledgerpeer: serving ledger %s (%d objects, %d nodes) on %s\n", served.root.Hex(), served.leaves, served.nodes, strings.Join(listening, ","))
 	start := time.Now()
 	<-ctx.Done()
-	srv.Close()
-	st := srv.Stats()
-	fmt.Fprintf(stdout, "ledgerpeer: stopped after %v: %d connections, %d requests, %d replies, %d refused, %d rejected over the connection caps, %d evicted to make room, %d timed out, %d accept errors\n",
-		time.Since(start).Round(time.Millisecond), st.Accepted, st.Requests, st.Replies, st.Refused, st.Rejected, st.Evicted, st.TimedOut, st.AcceptErrors)
-	r := st.Resources
-	fmt.Fprintf(stdout, "ledgerpeer: as a rippled peer (limits %s): %d warnings, %d connections cut for their charges, %d redials refused, peak balance %d; %d queries dropped while busy, %d replies truncated, %d unknown frames skipped, %d useless frames charged, %d frames of chatter sent\n",
-		*peerLimits, r.Warnings, r.Drops, r.Refused, r.PeakBalance, st.BusyDrops, st.Truncated, st.UnknownFrames, st.Useless, st.Chatter)
+	for _, srv := range servers {
+		srv.Close()
+	}
+	for _, srv := range servers {
+		on := ""
+		if len(servers) > 1 {
+			on = " on " + srv.Addr()
+		}
+		st := srv.Stats()
+		fmt.Fprintf(stdout, "ledgerpeer: stopped%s after %v: %d connections, %d requests, %d replies (%d objects), %d refused, %d rejected over the connection caps, %d evicted to make room, %d timed out, %d accept errors\n",
+			on, time.Since(start).Round(time.Millisecond), st.Accepted, st.Requests, st.Replies, st.Objects, st.Refused, st.Rejected, st.Evicted, st.TimedOut, st.AcceptErrors)
+		r := st.Resources
+		fmt.Fprintf(stdout, "ledgerpeer: as a rippled peer%s (limits %s): %d warnings, %d connections cut for their charges, %d redials refused, peak balance %d; %d queries dropped while busy, %d replies truncated, %d unknown frames skipped, %d useless frames charged, %d frames of chatter sent\n",
+			on, *peerLimits, r.Warnings, r.Drops, r.Refused, r.PeakBalance, st.BusyDrops, st.Truncated, st.UnknownFrames, st.Useless, st.Chatter)
+	}
 	return 0
 }
 
@@ -166,4 +205,21 @@ func checkFlags(extra []string, objects int, latency, jitter time.Duration, loss
 		return fmt.Errorf("-misbehave %v: want a probability, from 0 to 1", misbehave)
 	}
 	return nil
+}
+
+// startCPUProfile profiles the process's CPU into file until the returned
+// function is called.
+func startCPUProfile(file string) (func(), error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
