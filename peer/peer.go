@@ -59,7 +59,10 @@ const MaxChannelsPerPeer = math.MaxInt32
 type Usage struct {
 	ID ID
 	// Channels is ChannelsOpen + ChannelsClosed: the peer's Limit, or more
-	// while messages sent before its limit fell are still in flight.
+	// while messages sent before its limit fell are still in flight; for a
+	// peer paced by a Rate (Options.Rate), less while its rate pays for
+	// fewer messages than its open channels would carry, since those
+	// channels are neither open nor closed then.
 	Channels       int
 	ChannelsOpen   int           // channels that may carry a message now
 	ChannelsClosed int           // messages in flight

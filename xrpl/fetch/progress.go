@@ -20,9 +20,13 @@ type Progress struct {
 	// holding a channel of the host's. It is never more than Channels (see
 	// inFlightOf).
 	InFlight int
-	// Channels counts the channels of the host's connected peers, open and
-	// closed: the most requests the host lets be in flight at once. With
-	// the scheduler's adaptive limits it moves as they do.
+	// Channels counts the channels of the host's connected peers: each
+	// peer's limit, or its channels open and closed where more are (while
+	// messages sent before its limit fell are in flight). It is the most
+	// requests the host lets be in flight at once, rates aside: a paced
+	// peer's channels that its rate does not pay for now count too, though
+	// no offer lists them. With the scheduler's adaptive limits it moves
+	// as they do.
 	Channels int
 	Peers    int  // peers connected
 	Retries  int  // objects asked again so far
@@ -38,7 +42,7 @@ type hostLoad struct{ peers, channels, closed int }
 func usageLoad(usage []peer.Usage) hostLoad {
 	l := hostLoad{peers: len(usage)}
 	for _, u := range usage {
-		l.channels += u.Channels
+		l.channels += max(u.Channels, u.Limit)
 		l.closed += u.ChannelsClosed
 	}
 	return l
