@@ -332,10 +332,12 @@ func (h *harness) startFetch(t *testing.T) *fetchProc {
 	// peer must always have some, so that a crash fails them. Paced at
 	// rippled's rate (ledgerfetch's default), a peer is often between
 	// requests; so the rate limits are off here, and the batches fixed at
-	// ledgerfetch's former default.
+	// ledgerfetch's former default. No lookups run beside the fetch: a
+	// frozen peer's first unread request must be one of the fetch's, whose
+	// failures the checks count, not a lookup's.
 	p := startProc(t, "ledgerfetch", h.lab.fetchNS, stdout, h.fetchBin,
 		"-connect", strings.Join(addrs, ","), "-objects", objects, "-seed", "1",
-		"-timeout", requestTimeout, "-wait", "10s", "-rate-limits", "off", "-batch", "64", "-json")
+		"-timeout", requestTimeout, "-wait", "10s", "-rate-limits", "off", "-batch", "64", "-lookups", "0", "-json")
 	return &fetchProc{proc: p, stdout: stdout}
 }
 
