@@ -140,3 +140,12 @@ func dialRaw(t *testing.T, host *fakeHost, cfg ConnConfig) rawPeer {
 	})
 	return rawPeer{c, far}
 }
+
+// elapse lets d pass on the clock of the synctest bubble the caller runs
+// in. Inside a bubble time is virtual: a goroutine that waits for it is
+// durably blocked, and the bubble's clock jumps to the next instant
+// something is due, so nothing here waits in real time. The tests that
+// call it all run in synctest.Test; the servers and connections under test
+// read the same bubble clock (time.Now and their deadlines), which is what
+// the injected clock is elsewhere.
+func elapse(d time.Duration) { time.Sleep(d) }

@@ -82,7 +82,7 @@ func TestAnswerTimeout(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			c, far := pipeConn(t, &quietHost{}, ConnConfig{AnswerTimeout: timeout})
 			go drain(far)
-			time.Sleep(time.Minute) // asked nothing: stays up
+			elapse(time.Minute) // asked nothing: stays up
 			if c.Err() != nil {
 				t.Fatalf("a peer asked nothing was dropped: %v", c.Err())
 			}
@@ -103,7 +103,7 @@ func TestAnswerTimeout(t *testing.T) {
 			go func() {
 				_, _ = wire.ReadFrame(far, 0)
 				_, _ = wire.ReadFrame(far, 0)
-				time.Sleep(3 * time.Second)
+				elapse(3 * time.Second)
 				_, _ = far.Write(answer) // the first, 3s late: fine
 				drain(far)
 			}()
@@ -130,7 +130,7 @@ func TestAnswerTimeout(t *testing.T) {
 					if _, err := far.Write([]byte{b}); err != nil {
 						return
 					}
-					time.Sleep(time.Second)
+					elapse(time.Second)
 				}
 			}()
 			start := time.Now()

@@ -163,7 +163,7 @@ func TestServerIdleTimeout(t *testing.T) {
 			done <- time.Since(start)
 		}()
 		for i := range 4 { // every 600ms, past the idle connection's end
-			time.Sleep(600 * ms) // virtual time: the bubble's clock
+			elapse(600 * ms) // virtual time: the bubble's clock
 			if !pingPong(busy, uint64(i)) {
 				t.Fatalf("ping %d on the busy connection at %v: no pong", i, time.Since(start))
 			}
@@ -191,7 +191,7 @@ func TestServerFrameTimeout(t *testing.T) {
 			if _, err := nc.Write([]byte{b}); err != nil {
 				break // closed by the server
 			}
-			time.Sleep(500 * ms)
+			elapse(500 * ms)
 		}
 		if d := time.Since(start); d > 2*time.Second+500*ms {
 			t.Fatalf("the server read a frame sent a byte every 500ms for %v, want it cut at 2s", d)
@@ -289,7 +289,7 @@ func TestServerWaitingObjectsBounded(t *testing.T) {
 		if objects := s.objects.inUse(); objects > 1000 || objects < 700 {
 			t.Fatalf("%d objects waiting, want at most 1,000 (MaxWaitingObjects) and no room for another 300", objects)
 		}
-		time.Sleep(10 * time.Second) // the flooders never read: their connections time out
+		elapse(10 * time.Second) // the flooders never read: their connections time out
 		synctest.Wait()
 		if objects, peak := s.objects.inUse(), s.objects.peak(); objects != 0 || peak > 1000 {
 			t.Fatalf("after the flooders left: %d objects waiting, peak %d; want none, at most 1,000", objects, peak)

@@ -84,7 +84,7 @@ func TestServerCutsForCharges(t *testing.T) {
 		if !ok || !pingPong(other, 1) {
 			t.Fatal("another address was not served")
 		}
-		time.Sleep(2 * time.Second) // virtual: the balance decays under the threshold
+		elapse(2 * time.Second) // virtual: the balance decays under the threshold
 		back, ok := dialFrom(t, s, "10.0.0.1")
 		if !ok || !pingPong(back, 1) {
 			t.Fatal("the address was not let back in after its balance decayed")
