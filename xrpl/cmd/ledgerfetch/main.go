@@ -57,6 +57,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	stopProfile, err := o.process.start()
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
+		return exitIncomplete
+	}
+	defer func() {
+		if err := stopProfile(); err != nil {
+			fmt.Fprintf(stderr, "ledgerfetch: -cpuprofile: %v\n", err)
+		}
+	}()
 	src, err := loadSource(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
@@ -204,6 +214,9 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		comps.Start()
 	}
 	rep, err := fetchRun(ctx)
+	if err := o.process.writeHeapProfile(); err != nil {
+		warn(err.Error())
+	}
 	var others []node.ComponentReport
 	if comps != nil {
 		others = comps.Stop()

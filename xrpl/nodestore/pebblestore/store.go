@@ -48,10 +48,11 @@ import (
 	"github.com/peersched/peersched/xrpl/ledger"
 )
 
-// cacheBytes is the block cache's size: the fetch reads the store once, as
-// it begins (see fetch.Config.Store), so a small cache serves, and keeps
-// the process's memory small.
-const cacheBytes = 8 << 20
+// DefaultCacheBytes is the block cache's size unless Options say
+// otherwise: a fetch reads its store once, as it begins (see
+// fetch.Config.Store), so a small cache serves, and keeps the process's
+// memory small.
+const DefaultCacheBytes = 8 << 20
 
 // memTableBytes is the size of Pebble's in-memory table, where writes go
 // before they are flushed to a file on disk; Pebble holds two at most while
@@ -68,9 +69,31 @@ type Store struct {
 	db *pebble.DB
 }
 
-// Open opens the store in dir, creating dir and an empty store if there is
-// none.
-func Open(dir string) (*Store, error) {
+// Options say how a store is opened. The zero value is a fetch's store.
+type Options struct {
+	// CacheBytes is the size of the block cache, which keeps the blocks of
+	// the store's files last read, index and data, in memory (outside the
+	// Go heap when built with cgo); 0 means DefaultCacheBytes. A store
+	// served from reads at random across all of it: every lookup whose
+	// blocks the cache lacks reads them from the file and checks their
+	// checksums.
+	CacheBytes int64
+}
+
+// Open opens the store in dir with the zero Options, creating dir and an
+// empty store if there is none.
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith opens the store in dir as o says, creating dir and an empty
+// store if there is none.
+func OpenWith(dir string, o Options) (*Store, error) {
+	if o.CacheBytes < 0 {
+		return nil, fmt.Errorf("pebblestore: a cache of %d bytes", o.CacheBytes)
+	}
+	cacheBytes := o.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = DefaultCacheBytes
+	}
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
 	// The plain file system, not Pebble's default wrapper around it that
@@ -94,6 +117,9 @@ func Open(dir string) (*Store, error) {
 		// tree's order, which is no order for the keys: without a filter,
 		// each lookup reads a block of every file of level 0 that may
 		// hold the key (a resume of a million nodes took minutes).
+		// (Pebble probes no filter in its last level, where a merged
+		// store's files are: a store only served from, once merged, spends
+		// nothing on them but disk.)
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebble.Open(dir, opts)
