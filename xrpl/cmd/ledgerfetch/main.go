@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	stopProfile, err := o.process.start()
+	stopProfile, err := o.process.startCPUProfile()
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 		return exitIncomplete
@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 		return exitUsage
 	}
+	o.process.limitMemory(o.store == memStore)
 	progressOut := stdout
 	if o.json {
 		progressOut = stderr

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strconv"
 
 	"github.com/peersched/peersched/xrpl/internal/memlimit"
 	"github.com/peersched/peersched/xrpl/internal/profile"
@@ -11,32 +12,60 @@ import (
 // processOptions are the flags about the process itself rather than the
 // fetch: its soft memory limit and its profiles.
 type processOptions struct {
-	memoryLimitMiB int64
-	cpuProfile     string
-	memProfile     string
+	memoryLimit string // "auto", "off" or MiB
+	limitMiB    int64  // memoryLimit's MiB; 0 for auto or off
+	cpuProfile  string
+	memProfile  string
 }
 
-// defaultMemoryLimitMiB is -memory-limit's default, in MiB. PLACEHOLDER.
-const defaultMemoryLimitMiB = 200
+// fetchHeadroomMiB is what -memory-limit auto allows the fetch's own
+// structures beyond the heap live before it starts: the hashes waiting
+// and asked (32 bytes each; a few hundred thousand at four million
+// leaves, more as the tree deepens), the requests and replies in flight,
+// the nodes verified and not yet written, and the connections' buffers
+// (about 25 MB live at one and four million leaves besides the hashes).
+// With Pebble's memtables and cache outside the Go heap (two or three of
+// 32 MB, and 8 MB), it keeps a fetch from peers on other processes under
+// 300 MB.
+const fetchHeadroomMiB = 160
 
 func (p *processOptions) register(fs *flag.FlagSet) {
-	fs.Int64Var(&p.memoryLimitMiB, "memory-limit", defaultMemoryLimitMiB, "soft limit, in MiB, on the memory the Go runtime manages (heap, stacks; not Pebble's block cache and memtables, which cgo builds allocate in C): past it the garbage collector runs more often instead of letting the heap grow to twice what is live; memory the fetch needs is never refused. 0: no limit. The GOMEMLIMIT environment variable, if set, wins")
+	fs.StringVar(&p.memoryLimit, "memory-limit", "auto", "the Go runtime's soft memory limit (heap, stacks and the runtime's own; not Pebble's memtables and block cache, which cgo builds keep outside it): past it the garbage collector runs more often rather than letting the heap grow to twice what is live; memory the fetch needs is never refused. auto: the heap live as the fetch begins (with the ledger this process generated or loaded, if any), plus 160 MiB, and no limit with -store mem (whose heap grows with the ledger); off: no limit; N: N MiB. The GOMEMLIMIT environment variable, if set, wins")
 	fs.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file, for go tool pprof")
 	fs.StringVar(&p.memProfile, "memprofile", "", "write a heap profile to this file when the fetch ends, before its store is merged (with several strategies, the last fetch's), for go tool pprof")
 }
 
-// check checks the flags, each error naming its flag.
-func (p processOptions) check() error {
-	if p.memoryLimitMiB < 0 || p.memoryLimitMiB > 1<<40 {
-		return fmt.Errorf("-memory-limit %d: want 0 (no limit) or a size in MiB", p.memoryLimitMiB)
+// check completes p from -memory-limit's string and checks the flags, each
+// error naming its flag.
+func (p *processOptions) check() error {
+	switch p.memoryLimit {
+	case "auto", "off":
+		return nil
 	}
+	n, err := strconv.ParseInt(p.memoryLimit, 10, 64)
+	if err != nil || n < 1 || n > 1<<30 {
+		return fmt.Errorf("-memory-limit %q: want auto, off or a size in MiB (1 or more)", p.memoryLimit)
+	}
+	p.limitMiB = n
 	return nil
 }
 
-// start applies the memory limit and starts the CPU profile, if asked
-// for; stop ends the profile.
-func (p processOptions) start() (stop func() error, err error) {
-	memlimit.Set(p.memoryLimitMiB << 20)
+// limitMemory sets the soft memory limit -memory-limit asks for (see its
+// usage), unless GOMEMLIMIT is set, and returns it in bytes (0 if none
+// was set). inMemory is -store mem. Call it once the ledger the process
+// generates or loads is in memory, before the fetch begins.
+func (p processOptions) limitMemory(inMemory bool) int64 {
+	switch {
+	case memlimit.FromEnv() || p.memoryLimit == "off" || (p.memoryLimit == "auto" && inMemory):
+		return 0
+	case p.memoryLimit == "auto":
+		return memlimit.Set(memlimit.LiveHeap() + fetchHeadroomMiB<<20)
+	}
+	return memlimit.Set(p.limitMiB << 20)
+}
+
+// startCPUProfile starts the CPU profile, if asked for; stop ends it.
+func (p processOptions) startCPUProfile() (stop func() error, err error) {
 	if p.cpuProfile == "" {
 		return func() error { return nil }, nil
 	}

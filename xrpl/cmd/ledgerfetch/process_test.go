@@ -33,53 +33,57 @@ func isProfile(t *testing.T, file string) {
 }
 
 // TestProfilesAndMemoryLimit: -cpuprofile and -memprofile write profiles
-// of a fetch, and -memory-limit sets the runtime's soft limit, in MiB.
+// of a fetch, and -memory-limit N sets the runtime's soft limit to N MiB.
 func TestProfilesAndMemoryLimit(t *testing.T) {
 	keepMemoryLimit(t)
 	debug.SetMemoryLimit(math.MaxInt64)
 	dir := t.TempDir()
 	cpu, heap := filepath.Join(dir, "cpu"), filepath.Join(dir, "heap")
-	code, _, stderr := runCmd(t, args("-transport", "mem", "-json", "-cpuprofile", cpu, "-memprofile", heap, "-memory-limit", "150")...)
+	code, _, stderr := runCmd(t, args("-transport", "mem", "-json", "-cpuprofile", cpu, "-memprofile", heap, "-memory-limit", "1500")...)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	isProfile(t, cpu)
 	isProfile(t, heap)
-	if got := debug.SetMemoryLimit(-1); got != 150<<20 {
-		t.Errorf("-memory-limit 150: the runtime's limit is %d, want %d", got, 150<<20)
+	if got := debug.SetMemoryLimit(-1); got != 1500<<20 {
+		t.Errorf("-memory-limit 1500: the runtime's limit is %d, want %d", got, 1500<<20)
 	}
 }
 
-// TestMemoryLimitDefaultAndOff: without -memory-limit the default limit
-// is set; -memory-limit 0 and GOMEMLIMIT leave the runtime's own.
-func TestMemoryLimitDefaultAndOff(t *testing.T) {
+// TestMemoryLimitAutoAndOff: -memory-limit auto (the default) sets the
+// limit to the heap live as the fetch begins plus the fetch's headroom,
+// and none with -store mem; off and GOMEMLIMIT leave the runtime's own.
+func TestMemoryLimitAutoAndOff(t *testing.T) {
 	keepMemoryLimit(t)
-	debug.SetMemoryLimit(math.MaxInt64)
-	if code, _, stderr := runCmd(t, args("-transport", "mem", "-json")...); code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if got := debug.SetMemoryLimit(-1); got != defaultMemoryLimitMiB<<20 {
-		t.Errorf("by default the runtime's limit is %d, want %d", got, defaultMemoryLimitMiB<<20)
-	}
-	debug.SetMemoryLimit(math.MaxInt64)
-	if code, _, stderr := runCmd(t, args("-transport", "mem", "-json", "-memory-limit", "0")...); code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Errorf("-memory-limit 0 set the runtime's limit to %d", got)
-	}
-	t.Setenv("GOMEMLIMIT", "1GiB")
-	if code, _, stderr := runCmd(t, args("-transport", "mem", "-json", "-memory-limit", "150")...); code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Errorf("with GOMEMLIMIT set, -memory-limit 150 set the runtime's limit to %d", got)
+	for _, c := range []struct {
+		args []string
+		env  bool // GOMEMLIMIT set
+		auto bool // the limit set: live heap + headroom
+	}{
+		{[]string{}, false, true},
+		{[]string{"-memory-limit", "auto", "-store", "mem"}, false, false},
+		{[]string{"-memory-limit", "off"}, false, false},
+		{[]string{"-memory-limit", "1500"}, true, false},
+	} {
+		if c.env {
+			t.Setenv("GOMEMLIMIT", "1GiB")
+		}
+		debug.SetMemoryLimit(math.MaxInt64)
+		if code, _, stderr := runCmd(t, args(append([]string{"-transport", "mem", "-json"}, c.args...)...)...); code != exitOK {
+			t.Fatalf("%q: exit %d: %s", c.args, code, stderr)
+		}
+		got := debug.SetMemoryLimit(-1)
+		// The ledger of 3,000 leaves the in-process peers serve is a few
+		// MB: the limit is the headroom and a little more.
+		if auto := got >= fetchHeadroomMiB<<20 && got < (fetchHeadroomMiB+64)<<20; auto != c.auto || (!c.auto && got != math.MaxInt64) {
+			t.Errorf("%q (GOMEMLIMIT set: %v): the runtime's limit is %d; want the live heap plus %d MiB: %v", c.args, c.env, got, fetchHeadroomMiB, c.auto)
+		}
 	}
 }
 
 // TestProfileErrors: a profile that cannot be written is named: -cpuprofile
 // before the fetch (which does not run), -memprofile after it (which
-// completed, and says so).
+// completed, and says so). A bad -memory-limit is a usage error.
 func TestProfileErrors(t *testing.T) {
 	keepMemoryLimit(t)
 	missing := filepath.Join(t.TempDir(), "no", "such")
@@ -91,8 +95,10 @@ func TestProfileErrors(t *testing.T) {
 	if code != exitOK || !strings.Contains(stderr, "ledgerfetch: -memprofile: ") {
 		t.Errorf("-memprofile %s: exit %d, stderr %q", missing, code, stderr)
 	}
-	if _, err := parseOptions([]string{"-memory-limit", "-1"}, &bytes.Buffer{}); !errors.Is(err, errUsage) ||
-		!strings.Contains(err.Error(), "-memory-limit -1: want 0 (no limit) or a size in MiB") {
-		t.Errorf("-memory-limit -1: %v", err)
+	for _, bad := range []string{"-1", "0", "lots", "2GiB"} {
+		if _, err := parseOptions([]string{"-memory-limit", bad}, &bytes.Buffer{}); !errors.Is(err, errUsage) ||
+			!strings.Contains(err.Error(), `-memory-limit "`+bad+`": want auto, off or a size in MiB (1 or more)`) {
+			t.Errorf("-memory-limit %s: %v", bad, err)
+		}
 	}
 }
