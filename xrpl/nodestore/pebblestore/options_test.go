@@ -49,3 +49,28 @@ func TestCacheBytes(t *testing.T) {
 		t.Errorf("a cache of -1 bytes: %v", err)
 	}
 }
+
+// TestIndexBytes: an empty store has no index; a store's index grows with
+// its nodes, a few percent of them.
+func TestIndexBytes(t *testing.T) {
+	s := open(t, t.TempDir())
+	defer s.Close()
+	if n, err := s.IndexBytes(); n != 0 || err != nil {
+		t.Fatalf("empty store: %d bytes of index (%v)", n, err)
+	}
+	nodes := shuffledNodes(t, 20_000)
+	size := 0
+	for _, n := range nodes {
+		size += len(n.Data) + len(n.Hash)
+	}
+	if err := s.Write(nodes); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Flush(); err != nil { // out of the memtable, into a file
+		t.Fatal(err)
+	}
+	n, err := s.IndexBytes()
+	if err != nil || n < int64(size)/400 || n > int64(size)/20 {
+		t.Fatalf("%d bytes of nodes: %d bytes of index (%v), want 0.25%% to 5%%", size, n, err)
+	}
+}

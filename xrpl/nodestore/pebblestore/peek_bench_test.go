@@ -26,7 +26,7 @@ func BenchmarkPeek(b *testing.B) {
 		b.Skip("PEBBLESTORE_PEEK_DIR names no store to read")
 	}
 	keys := storeKeys(b, dir)
-	for _, cache := range []int64{DefaultCacheBytes, 32 << 20, 128 << 20} {
+	for _, cache := range []int64{DefaultCacheBytes, 64 << 20} {
 		b.Run(fmt.Sprintf("cache=%dMiB", cache>>20), func(b *testing.B) {
 			s, err := OpenWith(dir, Options{CacheBytes: cache})
 			if err != nil {

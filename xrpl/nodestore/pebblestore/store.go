@@ -184,6 +184,27 @@ func (s *Store) Compact(ctx context.Context) error {
 // it excludes.
 var afterEveryHash = bytes.Repeat([]byte{0xff}, len(ledger.Hash{})+1)
 
+// IndexBytes returns the size of the index blocks of the store's files:
+// what a block cache must hold, besides the blocks it churns through, for
+// a lookup to read from the files only the data block it needs. A lookup
+// whose index block the cache lacks reads that too: twice the reads. It
+// reads each file's properties.
+func (s *Store) IndexBytes() (int64, error) {
+	levels, err := s.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		return 0, fmt.Errorf("pebblestore: %w", err)
+	}
+	var n int64
+	for _, tables := range levels {
+		for _, t := range tables {
+			if t.Properties != nil {
+				n += int64(t.Properties.IndexSize)
+			}
+		}
+	}
+	return n, nil
+}
+
 // Count returns how many values the store holds, whether or not they are
 // nodes. It reads every key: for tests and tools, not for a fetch.
 func (s *Store) Count() (int, error) {
