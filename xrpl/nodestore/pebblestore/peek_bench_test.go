@@ -26,6 +26,9 @@ func BenchmarkPeek(b *testing.B) {
 		b.Skip("PEBBLESTORE_PEEK_DIR names no store to read")
 	}
 	keys := storeKeys(b, dir)
+	if len(keys) == 0 {
+		b.Fatalf("%s holds no nodes", dir)
+	}
 	for _, cache := range []int64{DefaultCacheBytes, 64 << 20} {
 		b.Run(fmt.Sprintf("cache=%dMiB", cache>>20), func(b *testing.B) {
 			s, err := OpenWith(dir, Options{CacheBytes: cache})
