@@ -140,14 +140,18 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	if err != nil {
 		return nil, fmt.Errorf("-store: %w", err)
 	}
+	heap := &heapProfiler{file: o.process.memProfile, warn: warn}
 	cfg := fetch.Config{
-		Root:          src.rootHash(),
-		Store:         store,
-		Expected:      src.expected(),
-		Batch:         o.batch,
-		Timeout:       o.timeout,
-		StallTimeout:  o.stall,
-		Progress:      progress,
+		Root:         src.rootHash(),
+		Store:        store,
+		Expected:     src.expected(),
+		Batch:        o.batch,
+		Timeout:      o.timeout,
+		StallTimeout: o.stall,
+		Progress: func(p fetch.Progress) {
+			heap.progress(p)
+			progress(p)
+		},
 		ProgressEvery: progressEvery,
 	}
 	if o.batch == 0 {
@@ -215,9 +219,7 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		comps.Start()
 	}
 	rep, err := fetchRun(ctx)
-	if err := o.process.writeHeapProfile(); err != nil {
-		warn(err.Error())
-	}
+	heap.end()
 	var others []node.ComponentReport
 	if comps != nil {
 		others = comps.Stop()

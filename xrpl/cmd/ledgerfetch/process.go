@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
+	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/internal/memlimit"
 	"github.com/peersched/peersched/xrpl/internal/profile"
 )
@@ -32,7 +34,7 @@ const fetchHeadroomMiB = 160
 func (p *processOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&p.memoryLimit, "memory-limit", "auto", "the Go runtime's soft memory limit (heap, stacks and the runtime's own; not Pebble's memtables and block cache, which cgo builds keep outside it): past it the garbage collector runs more often rather than letting the heap grow to twice what is live; memory the fetch needs is never refused. auto: the heap live as the fetch begins (with the ledger this process generated or loaded, if any), plus 160 MiB, and no limit with -store mem (whose heap grows with the ledger); off: no limit; N: N MiB. The GOMEMLIMIT environment variable, if set, wins")
 	fs.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file, for go tool pprof")
-	fs.StringVar(&p.memProfile, "memprofile", "", "write a heap profile to this file when the fetch ends, before its store is merged (with several strategies, the last fetch's), for go tool pprof")
+	fs.StringVar(&p.memProfile, "memprofile", "", "write a heap profile to this file, for go tool pprof, once the fetch has verified half the nodes it expects, or as it ends if it does not know how many or stops short (with several strategies, the last fetch's)")
 }
 
 // check completes p from -memory-limit's string and checks the flags, each
@@ -76,13 +78,33 @@ func (p processOptions) startCPUProfile() (stop func() error, err error) {
 	return stop, nil
 }
 
-// writeHeapProfile writes -memprofile's heap profile, if asked for.
-func (p processOptions) writeHeapProfile() error {
-	if p.memProfile == "" {
-		return nil
+// heapProfiler writes -memprofile's heap profile once during a fetch: as
+// it has verified half the nodes it expects, when it is at its widest
+// (the hashes waiting, the requests in flight, the store's memtables and
+// level 0 half grown), or, if it never gets there (the count unknown, or
+// the fetch cut short), as it ends. Safe for concurrent use.
+type heapProfiler struct {
+	file    string // "" writes nothing
+	warn    func(string)
+	written atomic.Bool
+}
+
+// progress writes the profile once p shows half the nodes expected
+// verified.
+func (h *heapProfiler) progress(p fetch.Progress) {
+	if p.Expected > 0 && p.Verified*2 >= p.Expected {
+		h.write()
 	}
-	if err := profile.WriteHeap(p.memProfile); err != nil {
-		return fmt.Errorf("-memprofile: %w", err)
+}
+
+// end writes the profile unless progress has.
+func (h *heapProfiler) end() { h.write() }
+
+func (h *heapProfiler) write() {
+	if h.file == "" || h.written.Swap(true) {
+		return
 	}
-	return nil
+	if err := profile.WriteHeap(h.file); err != nil {
+		h.warn(fmt.Sprintf("-memprofile: %v", err))
+	}
 }

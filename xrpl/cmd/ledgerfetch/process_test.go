@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/peersched/peersched/xrpl/fetch"
 )
 
 // keepMemoryLimit puts the test process's soft memory limit back as it was
@@ -101,4 +103,39 @@ func TestProfileErrors(t *testing.T) {
 			t.Errorf("-memory-limit %s: %v", bad, err)
 		}
 	}
+}
+
+// TestHeapProfilerWritesOnceAtHalfWay: the heap profile is written as the
+// fetch passes half the nodes it expects, once; a fetch that never gets
+// there (or does not know how many) has it written as it ends.
+func TestHeapProfilerWritesOnceAtHalfWay(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "heap")
+	written := func() bool { _, err := os.Stat(file); return err == nil }
+	h := &heapProfiler{file: file, warn: func(msg string) { t.Error(msg) }}
+	h.progress(fetch.Progress{Verified: 4, Expected: 10})
+	h.progress(fetch.Progress{Verified: 400})
+	if written() {
+		t.Fatal("written before half way")
+	}
+	h.progress(fetch.Progress{Verified: 5, Expected: 10})
+	if !written() {
+		t.Fatal("not written at half way")
+	}
+	isProfile(t, file)
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	h.progress(fetch.Progress{Verified: 8, Expected: 10})
+	h.end()
+	if written() {
+		t.Fatal("written again")
+	}
+
+	h = &heapProfiler{file: file, warn: func(msg string) { t.Error(msg) }}
+	h.progress(fetch.Progress{Verified: 400})
+	h.end()
+	if !written() {
+		t.Fatal("a fetch of an unknown count: not written as it ended")
+	}
+	(&heapProfiler{}).end() // no -memprofile: nothing, and no panic
 }
