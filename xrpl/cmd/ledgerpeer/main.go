@@ -18,6 +18,10 @@
 //
 //	ledgerpeer -store /tmp/mainnet -objects 19000000 -listen 127.0.0.1:7001-7016 &
 //	ledgerfetch -connect 127.0.0.1:7001,...,127.0.0.1:7016 -root ROOT -expect NODES
+//
+// The store's block cache holds its index blocks, which every lookup reads,
+// and little more (-cache auto): the fetch asks for each node once, so a
+// data block cached is seldom read again.
 package main
 
 import (
