@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one); HOST:FIRST-LAST serves one peer per port in the range, from one copy of the ledger")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (building the store included) to this file, for go tool pprof")
 	storeDir := fs.String("store", "", "serve the ledger from a node store on disk in this directory, built on the first run from -objects and -seed or -ledger, and reused by later runs (whose -objects, -seed or -ledger, if given, must name the same ledger)")
-	cache := fs.String("cache", "auto", "with -store: the store's block cache, which keeps the index and data blocks last read in memory (outside the Go heap in cgo builds): auto sizes it to hold the store's index blocks, which every lookup reads, and a quarter more (8 MiB at least, 80 MiB at most; 11 MiB at 1M entries); N: N MiB")
+	cache := fs.String("cache", "auto", "with -store: the store's block cache, which keeps the index and data blocks last read in memory (outside the Go heap in cgo builds): auto sizes it to hold the store's index blocks, which every lookup reads, and a quarter more (8 MiB at least, 80 MiB at most; 10 MiB at 1M entries); N: N MiB")
 	objects := fs.Int("objects", 200_000, "leaves in the generated ledger")
 	file := fs.String("ledger", "", "serve the real ledger in this JSON file (header and state) instead of a generated one")
 	seed := fs.Uint64("seed", 1, "seed of the ledger and of the peer's random choices")
