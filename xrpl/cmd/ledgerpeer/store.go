@@ -111,11 +111,12 @@ const maxAutoCacheBytes = 80 << 20
 // Pebble's default beside (pebblestore.DefaultCacheBytes), up to
 // maxAutoCacheBytes. The data blocks are not worth more: the fetch asks
 // for each node once, in no order, so a data block cached is seldom read
-// again, and a larger cache costs more a lookup than it saves (BenchmarkPeek
-// in nodestore/pebblestore, at 1M entries: 3.9 to 4.5 µs a lookup with 8
-// MiB, 4.3 to 4.4 µs with 64 MiB, 5.4 µs with 128 MiB). An index block cached saves a
-// read on every lookup it serves: at 19M entries the index (about 47 MiB)
-// outgrew the default cache, and a lookup cost twice the reads.
+// again, and a larger cache costs more a lookup than it saves
+// (BenchmarkPeek in nodestore/pebblestore, at 1M entries: 3.9 to 4.5 µs a
+// lookup with 8 MiB, 4.3 to 4.4 µs with 64 MiB, 5.4 µs with 128 MiB). An
+// index block cached saves a read on every lookup it serves: at 19M
+// entries the index (about 46 MiB) outgrew the default cache, and a lookup
+// read twice from the file.
 func autoCacheBytes(index int64) int64 {
 	return min(pebblestore.DefaultCacheBytes+index*5/4, maxAutoCacheBytes)
 }
