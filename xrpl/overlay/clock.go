@@ -134,6 +134,7 @@ func (c *virtualClock) next(limit time.Time) (func(), bool) {
 func (c *virtualClock) pollTimers() {
 	c.mu.Lock()
 	armed := c.armed[:0]
+	var due []polledTimer
 	keep := c.polled[:0]
 	for _, p := range c.polled {
 		if p.owner != nil && p.owner.retired {
@@ -142,6 +143,7 @@ func (c *virtualClock) pollTimers() {
 		keep = append(keep, p)
 		if p.handle.Stop() {
 			armed = append(armed, p.fn)
+			due = append(due, p)
 		}
 	}
 	clear(c.polled[len(keep):])
@@ -149,8 +151,15 @@ func (c *virtualClock) pollTimers() {
 	if c.poll = len(c.polled) > 0; c.poll {
 		c.pushLocked(timerEntry{fn: c.pollTimers}, PollEvery)
 	}
+	now := c.now
 	c.mu.Unlock()
-	for _, fn := range armed {
+	for i, fn := range armed {
+		if w := due[i].owner; w != nil && w.wake != nil {
+			if at, ok := w.wake(); ok && at.After(now) {
+				due[i].handle.Reset(0)
+				continue
+			}
+		}
 		fn()
 	}
 	clear(armed) // let the functions go
@@ -229,6 +238,7 @@ type nodeClock struct {
 	// resettable says the node's timers may be Reset, and must be polled
 	// (see virtualClock): set for a scheduler's clock.
 	resettable bool
+	wake       func() (time.Time, bool)
 	once       sync.Once
 	watching   chan struct{} // closed by the first Ticker
 	retired    bool          // guarded by virtualClock.mu; see retire

@@ -163,6 +163,7 @@ func (s *simulation) startFetch(n *node) error {
 			return fmt.Errorf("overlay: node %s: %w", n.id, err)
 		}
 		n.sched, n.host = sched, sched
+		n.schedClock.wake = sched.NextWake
 		run = func(ctx context.Context) (fetch.Report, error) { return fetch.Run(ctx, sched, cfg) }
 		if s.strategy == Adaptive {
 			connect = func(p peer.Peer) error { return sched.ConnectWith(p, peer.Options{}) }
