@@ -28,9 +28,10 @@
 // same Result, to the nanosecond; only wall time differs.
 //
 // The clock supports what the scheduler and fetch use: Now, AfterFunc
-// (a scheduler's timers, which it Resets, are polled every PollEvery of
-// virtual time; see clock.go) and Ticker, whose tickers never tick. So a fetch's Progress and stall check do not run; a fetch
-// that cannot finish runs until Config.TimeLimit and is reported
+// (a scheduler's one timer, which it re-arms with Reset, runs when the
+// scheduler's NextWake says it is due; see clock.go) and Ticker, whose
+// tickers never tick. So a fetch's Progress and stall check do not run;
+// a fetch that cannot finish runs until Config.TimeLimit and is reported
 // incomplete.
 //
 // # Memory
