@@ -1,7 +1,6 @@
 package overlay
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 	"time"
@@ -62,7 +61,7 @@ func newVirtualClock() *virtualClock { return &virtualClock{now: epoch} }
 
 // timerEntry is one armed timer or network event.
 type timerEntry struct {
-	at  time.Time
+	at  time.Duration // since epoch
 	seq uint64
 	fn  func()
 	// handle, if set, is the stoppable timer AfterFunc returned; an event
@@ -75,23 +74,54 @@ type timerEntry struct {
 	gen   uint64
 }
 
-// timerQueue is a min-heap of timerEntry ordered by (at, seq).
+// timerQueue is a min-heap of timerEntry ordered by (at, seq). It is typed,
+// not a container/heap, whose Push and Pop box every entry in an interface:
+// two allocations for each of the millions of events of a large overlay.
 type timerQueue []timerEntry
 
-func (q timerQueue) Len() int { return len(q) }
-func (q timerQueue) Less(i, j int) bool {
-	if !q[i].at.Equal(q[j].at) {
-		return q[i].at.Before(q[j].at)
+func (q timerQueue) less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
 	}
 	return q[i].seq < q[j].seq
 }
-func (q timerQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *timerQueue) Push(x any)   { *q = append(*q, x.(timerEntry)) }
-func (q *timerQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = timerEntry{}
-	*q = old[:len(old)-1]
+
+func (q *timerQueue) push(e timerEntry) {
+	h := append(*q, e)
+	for i := len(h) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h[i], h[parent] = h[parent], h[i]
+		i = parent
+	}
+	*q = h
+}
+
+// pop removes and returns the first entry; the queue must not be empty.
+func (q *timerQueue) pop() timerEntry {
+	h := *q
+	e := h[0]
+	n := len(h) - 1
+	h[0] = h[n]
+	h[n] = timerEntry{} // let its function go
+	h = h[:n]
+	for i := 0; ; {
+		first := 2*i + 1
+		if first >= n {
+			break
+		}
+		if second := first + 1; second < n && h.less(second, first) {
+			first = second
+		}
+		if !h.less(first, i) {
+			break
+		}
+		h[i], h[first] = h[first], h[i]
+		i = first
+	}
+	*q = h
 	return e
 }
 
@@ -105,8 +135,8 @@ func (c *virtualClock) at(d time.Duration, fn func()) {
 // pushLocked queues e to run at at. The caller holds c.mu.
 func (c *virtualClock) pushLocked(e timerEntry, at time.Time) {
 	c.seq++
-	e.at, e.seq = at, c.seq
-	heap.Push(&c.queue, e)
+	e.at, e.seq = at.Sub(epoch), c.seq
+	c.queue.push(e)
 }
 
 // next takes the earliest entry due no later than limit whose timer has not
@@ -128,8 +158,8 @@ func (c *virtualClock) next(limit time.Time) (func(), bool) {
 // popLocked is next's work under c.mu; waker is the waking clock whose
 // timer function fn is, if it is one.
 func (c *virtualClock) popLocked(limit time.Time) (fn func(), waker *nodeClock, ok bool) {
-	for len(c.queue) > 0 && !c.queue[0].at.After(limit) {
-		e := heap.Pop(&c.queue).(timerEntry)
+	for len(c.queue) > 0 && c.queue[0].at <= limit.Sub(epoch) {
+		e := c.queue.pop()
 		switch {
 		case e.waker != nil:
 			if e.gen != e.waker.gen {
@@ -140,7 +170,7 @@ func (c *virtualClock) popLocked(limit time.Time) (fn func(), waker *nodeClock, 
 		case e.handle != nil && !e.handle.Stop():
 			continue // stopped by its owner
 		}
-		c.now = e.at
+		c.now = epoch.Add(e.at)
 		return e.fn, waker, true
 	}
 	return nil, nil, false
