@@ -78,7 +78,7 @@ type Scheduler struct {
 	pacing  []pacedPeer
 	holds   paceHeap
 	dearest int64
-	opened []peer.ID // scratch for waking the senders set aside
+	opened  []peer.ID // scratch for waking the senders set aside
 	// counts counts every message and response; peers counts them by peer,
 	// adding up to counts (see peerstats.go). Every event they count holds
 	// this lock, and most hold requestsMu too.
