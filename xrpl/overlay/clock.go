@@ -190,10 +190,13 @@ func (c *virtualClock) syncWakes() {
 	}
 	c.mu.Unlock()
 	for _, n := range stale {
-		if n.wake == nil {
+		c.mu.Lock()
+		wake := n.wake
+		c.mu.Unlock()
+		if wake == nil {
 			continue // retired
 		}
-		at, armed := n.wake()
+		at, armed := wake()
 		c.mu.Lock()
 		at = latest(at, c.now)
 		switch {
@@ -346,12 +349,17 @@ func (n *nodeClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
 		return n.virtualClock.AfterFunc(d, f)
 	}
 	defer n.mu.Unlock()
-	if n.timerFn != nil {
+	stand := clock.NewMock().AfterFunc(d, func() {})
+	switch {
+	case n.retired:
+		// Its node's fetch has ended: the timer will never run.
+	case n.timerFn != nil:
 		panic("overlay: a scheduler's clock runs one timer, and this one has armed a second")
+	default:
+		n.timerFn = f
+		n.readLocked()
 	}
-	n.timerFn = f
-	n.readLocked()
-	return clock.NewMock().AfterFunc(d, func() {})
+	return stand
 }
 
 func (n *nodeClock) Ticker(d time.Duration) *clock.Ticker {
