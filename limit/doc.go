@@ -1,9 +1,11 @@
 // Package limit holds the pure building blocks of the scheduler's traffic
 // control: how many requests one peer may have in flight (Limiter, with
 // Fixed and Vegas), how fast the whole application may send (Bucket, a
-// token bucket), and how many requests each class of traffic may have in
-// flight (Classes, a tree of concurrency limits, and Pass, one scheduling
-// pass over priorities that books them).
+// token bucket), how fast one peer accepts messages in its own units (Rate,
+// kept by a Pacer, which charges each message what it costs), and how many
+// requests each class of traffic may have in flight (Classes, a tree of
+// concurrency limits, and Pass, one scheduling pass over priorities that
+// books them).
 //
 // Everything here is plain data: no goroutines, no clock, no locks. Time is
 // an input, given as a time.Duration offset from an epoch the caller chooses

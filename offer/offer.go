@@ -94,6 +94,27 @@ type Options struct {
 	// A negative size, or one larger than the budget's ByteBurst (which the
 	// budget could never pay), is refused by ScheduleWith.
 	Bytes int64
+	// Cost is what each request or notification the sender sends costs a
+	// paced peer (one connected with a peer.Options.Rate), in that peer's
+	// own units, those of its Rate: the peer's pacer is charged Cost when
+	// the message's send begins, and gets exactly Cost back if the host
+	// refuses the send. 0 declares nothing: each message costs the peer
+	// its Rate's Cost. A peer that is not paced is not charged. A
+	// notification that costs a rippled peer the trivial fee, for
+	// instance, declares 1 where a query costs 250, so that it leaves the
+	// peer's rate to the queries.
+	//
+	// A paced peer's channels are counted at the dearest cost any sender
+	// of the scheduler has declared, or its Rate's Cost if that is more
+	// (see limit.Pacer), so every channel it offers pays for any
+	// sender's message: a message dearer than the Rate's Cost is charged
+	// in full, never cut down, and a scheduler that has seen one offers
+	// fewer channels of each paced peer from then on. A negative cost is
+	// refused by ScheduleWith, and so is one above the Burst of a
+	// connected paced peer (or above limit.MaxBurst), which that peer
+	// could never pay; a peer whose Burst is below a cost already
+	// declared is refused by ConnectWith.
+	Cost int64
 
 	// Avoid lists peers whose channels the sender is never offered: a retry
 	// or a hedge that must not go back to the peer that was slow or

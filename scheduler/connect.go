@@ -39,12 +39,15 @@ func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 //
 // A peer connected with a Rate (peer.Options.Rate) is also paced: it is
 // never offered more channels than its rate pays for at that moment, each
-// message costing it the Rate's Cost, so no send through an offer takes it
-// over its rate. While its rate pays for no message, its channels stay
-// closed to offers (PeerUsage shows them neither open nor closed) and
-// senders wait, without errors; when it pays for one again (the scheduler
-// arms its timer for that instant) its channels are offered at once. A
-// send the host refuses gives its charge back.
+// counted at the dearest cost a sender has declared (offer.Options.Cost)
+// or the Rate's Cost if that is more, so no send through an offer takes it
+// over its rate. Each message is charged what its sender declared it
+// costs, or the Rate's Cost if it declared nothing. While its rate pays
+// for no message, its channels stay closed to offers (PeerUsage shows them
+// neither open nor closed) and senders wait, without errors; when it pays
+// for one again (the scheduler arms its timer for that instant) its
+// channels are offered at once. A send the host refuses gives its charge
+// back, exactly.
 //
 // A panic in the Limiter's Limit when ConnectWith first reads it is
 // recovered, logged and counted in Stats.PanicsHandled, as every panic in
@@ -53,7 +56,9 @@ func (s *Scheduler) Connect(p peer.Peer, channels int) error {
 // leaves the peer its limit: see peer.Options.)
 //
 // It fails, changing nothing, with peer.ErrNilPeer, limit.ErrBadBounds,
-// limit.ErrBadRate, ErrLimiterPanicked, peer.ErrAlreadyConnected or
+// limit.ErrBadRate, ErrBadCost (a Rate whose Burst is below a cost a
+// sender has declared: the peer could never pay for that sender's
+// messages), ErrLimiterPanicked, peer.ErrAlreadyConnected or
 // ErrStopped.
 func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 	if p == nil {
@@ -74,6 +79,12 @@ func (s *Scheduler) ConnectWith(p peer.Peer, opts peer.Options) error {
 		return fmt.Errorf("%w: Limit, read at connect, panicked: %v", ErrLimiterPanicked, panicked.Value)
 	}
 	return s.connect(p, func(id peer.ID) (peerpool.Ref, error) {
+		if pacer != nil {
+			if err := pacer.RaiseDearest(s.dearest); err != nil {
+				return peerpool.Ref{}, fmt.Errorf("%w: the rate's burst of %d is below a cost a sender declared, %d units",
+					ErrBadCost, opts.Rate.Burst, s.dearest)
+			}
+		}
 		ref, err := s.pool.ConnectLimited(p, id, l, start)
 		if err == nil && pacer != nil {
 			s.paceLocked(ref, pacer, s.now())

@@ -43,6 +43,35 @@ func (s *Scheduler) armTimerLocked(now time.Duration) {
 	}
 }
 
+// NextWake reports when the scheduler's timer is next due to fire, on the
+// scheduler's clock, and false while it is not armed: nothing waits for a
+// time (no deadline, no budget token, no paced peer held back), or the
+// scheduler has stopped. When it fires, the scheduler ends what is due
+// and re-arms the timer for what remains, so the answer changes then, and
+// whenever a new deadline comes before it.
+//
+// The timer only moves earlier while it is armed: when what it was armed
+// for goes away (a request answered before its deadline), it still fires
+// at the time reported, finds nothing due and re-arms. A time at or before
+// the clock's Now means the timer is due now.
+//
+// The timer is armed only within a call that has just read the clock (to
+// know how far off the deadline is), and disarmed only when it fires or the
+// scheduler stops. So an embedder that drives the clock itself, as a
+// simulation does, can ask NextWake after each call into the scheduler
+// that read the clock, and run the timer's function only when it is due.
+// It serves anyone who wants to see when the scheduler will next wake,
+// too. It takes the lock that guards the timer, briefly, and may be called
+// from any goroutine, callbacks included.
+func (s *Scheduler) NextWake() (time.Time, bool) {
+	s.requestsMu.Lock()
+	defer s.requestsMu.Unlock()
+	if !s.timerArmed {
+		return time.Time{}, false
+	}
+	return s.epoch.Add(s.timerAt), true
+}
+
 // onTimer runs on the clock's goroutine when the timer fires.
 func (s *Scheduler) onTimer() {
 	if !s.enterTimer() {

@@ -36,6 +36,12 @@ var (
 	// offer.Options.Bytes, or one above the byte budget's ByteBurst, which
 	// the budget could never pay for.
 	ErrBadBytes = errors.New("peersched: bad declared message size")
+	// ErrBadCost: ScheduleWith was given a negative cost in
+	// offer.Options.Cost, or one above the Burst of a connected paced
+	// peer (or above limit.MaxBurst), which that peer could never pay; or
+	// ConnectWith was given a peer.Options.Rate whose Burst is below a
+	// cost a sender has declared.
+	ErrBadCost = errors.New("peersched: bad declared message cost")
 	// ErrBadWants: ScheduleWith was given wants that no offer could meet:
 	// a negative offer.Options.MinChannels or one above
 	// Config.MaxOfferChannels, or Only peers that are all in Avoid.

@@ -145,6 +145,14 @@ var (
 	fuzzSizes       = [8]int64{0, 100, 400, 1000, 2000, 2600, -1, 250}
 )
 
+// fuzzCosts are the costs a program with costs may have its senders
+// declare, in the units of fuzzRates: none (each peer's Cost), one below
+// every Rate's Cost but the first's, one dearer than the first two
+// Rates' Costs, the second Rate's whole burst, one dearer than every
+// Rate's Cost, the third Rate's whole burst, one no peer could pay, and
+// a negative one.
+var fuzzCosts = [8]int64{0, 1, 3, 7, 300, 500, limit.MaxBurst + 1, -1}
+
 // fuzzMinChannels are the MinChannels a program with wants may give its
 // senders: none, one to three, and two that ScheduleWith refuses.
 var fuzzMinChannels = [8]int{0, 1, 2, 3, -1, 0, 2, 99}
@@ -239,6 +247,9 @@ type fuzzSide struct {
 	// withWants is set for programs that begin with wantsMarker: programs
 	// with bytes that also read wants for each sender, and may Reoffer.
 	withWants bool
+	// withCosts is set for programs that begin with costsMarker: programs
+	// with wants that also read a cost for each sender.
+	withCosts bool
 
 	log        []string // every callback and every operation's result
 	violations []string
@@ -400,10 +411,14 @@ func (sd *fuzzSide) exec(in *bytesIn, nested bool) {
 			opts.Only, opts.Avoid, opts.MinChannels = fuzzWants(w, in.next())
 			snd.only, snd.avoid, snd.need = opts.Only, opts.Avoid, max(opts.MinChannels, 1)
 		}
+		if sd.withCosts {
+			opts.Cost = fuzzCosts[in.next()%8]
+			snd.cost = opts.Cost
+		}
 		t, err := sd.api.ScheduleWith(snd, priority, opts)
 		sd.returned(nested)
-		sd.logf("schedule s%d prio %d class %q bytes %d only %v avoid %v min %d: %s", snd.n, priority, opts.Class, opts.Bytes,
-			opts.Only, opts.Avoid, opts.MinChannels, errClass(err))
+		sd.logf("schedule s%d prio %d class %q bytes %d cost %d only %v avoid %v min %d: %s", snd.n, priority, opts.Class,
+			opts.Bytes, opts.Cost, opts.Only, opts.Avoid, opts.MinChannels, errClass(err))
 		snd.ticket, snd.scheduled = t, err == nil
 	case opDeliver, opDeliverWrong, opDeliverUnknown, opRefuse, opRefuseWrong, opRefuseUnknown:
 		id := sd.pickID(in.next())
@@ -577,6 +592,7 @@ type fuzzSender struct {
 	offers    int
 	offer     offer.Offer // the open offer, during OnOffer
 	bytes     int64       // the size it declared for each message
+	cost      int64       // what it declared each message costs a paced peer
 	sent      int         // sends through it
 	// Its wants, as it scheduled them: every offer must meet them.
 	only, avoid []peer.ID
@@ -901,9 +917,11 @@ type fuzzPeer struct {
 	id   peer.ID
 	plan bytesIn
 	// rate is the Rate it connected with, if any, and sentAt when each send
-	// to it that it accepted began (promise 21).
-	rate   limit.Rate
-	sentAt []time.Duration
+	// to it that it accepted began (promise 21), and sentCost what each
+	// cost it: its sender's declared cost, or the Rate's Cost.
+	rate     limit.Rate
+	sentAt   []time.Duration
+	sentCost []int64
 }
 
 func (p *fuzzPeer) ID() peer.ID { return p.id }
@@ -929,9 +947,12 @@ func (p *fuzzPeer) Send(requestID peer.RequestID, message any) error {
 			sd.violate("%s sent a message with %d in flight in class %s, limit %d", p.id, c.InFlight, c.Name, c.Limit)
 		}
 	}
-	began, bytes := sd.now(), int64(0)
+	began, bytes, cost := sd.now(), int64(0), p.rate.Cost
 	if sd.offered != nil { // always, but for a bug: every send is made through an open offer
 		bytes = sd.offered.bytes
+		if sd.offered.cost != 0 {
+			cost = sd.offered.cost
+		}
 	}
 	err := p.send(requestID)
 	if err == nil {
@@ -939,6 +960,7 @@ func (p *fuzzPeer) Send(requestID peer.RequestID, message any) error {
 		sd.sentBytes = append(sd.sentBytes, bytes)
 		if !p.rate.IsZero() {
 			p.sentAt = append(p.sentAt, began)
+			p.sentCost = append(p.sentCost, cost)
 		}
 	}
 	return err
@@ -1011,7 +1033,7 @@ var errClasses = []struct {
 	{"nil sender", offer.ErrNilSender}, {"too many senders", offer.ErrTooManySenders},
 	{"expired", offer.ErrExpired}, {"no such channel", offer.ErrNoSuchChannel}, {"channel used", offer.ErrChannelUsed},
 	{"size exceeded", offer.ErrSizeExceeded}, {"peer gone", offer.ErrPeerGone}, {"peer at its limit", offer.ErrPeerAtLimit},
-	{"unknown class", limit.ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"bad wants", ErrBadWants}, {"nil receiver", receiver.ErrNilReceiver},
+	{"unknown class", limit.ErrUnknownClass}, {"bad bytes", ErrBadBytes}, {"bad cost", ErrBadCost}, {"bad wants", ErrBadWants}, {"nil receiver", receiver.ErrNilReceiver},
 	{"bad timeout", receiver.ErrBadTimeout}, {"too many requests", receiver.ErrTooManyRequests},
 	{"unknown request", receiver.ErrUnknownRequest}, {"wrong peer", receiver.ErrWrongPeer},
 	{"duplicate", receiver.ErrDuplicateResponse}, {"late", receiver.ErrLateResponse}, {"wrong type", receiver.ErrWrongResponseType},
@@ -1044,7 +1066,8 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 	defer watchdog.Stop()
 	synctest.Test(t, func(t *testing.T) {
 		in := bytesIn{b: data}
-		withWants := len(data) > 0 && data[0] == wantsMarker
+		withCosts := len(data) > 0 && data[0] == costsMarker
+		withWants := withCosts || len(data) > 0 && data[0] == wantsMarker
 		withBytes := withWants || len(data) > 0 && data[0] == bytesMarker
 		extended := withBytes || len(data) > 0 && data[0] == extendedMarker
 		if extended {
@@ -1093,6 +1116,7 @@ func runFuzzProgram(t *testing.T, data []byte, inline bool) {
 		rs.extended, ms.extended = extended, extended
 		rs.withBytes, ms.withBytes = withBytes, withBytes
 		rs.withWants, ms.withWants = withWants, withWants
+		rs.withCosts, ms.withCosts = withCosts, withCosts
 		for _, c := range cfg.Classes {
 			rs.classNames = append(rs.classNames, c.Name)
 			ms.classNames = append(ms.classNames, c.Name)
@@ -1231,8 +1255,7 @@ func finalChecks(t *testing.T, sd *fuzzSide, st Stats) {
 func checkPeerRates(t *testing.T, sd *fuzzSide) {
 	t.Helper()
 	for _, p := range sd.paced {
-		costs := slices.Repeat([]int64{p.rate.Cost}, len(p.sentAt))
-		if over := overspent(p.sentAt, costs, p.rate.PerSecond, p.rate.Burst); over != "" {
+		if over := overspent(p.sentAt, p.sentCost, p.rate.PerSecond, p.rate.Burst); over != "" {
 			t.Fatalf("%s: %s to %s, paced at %+v", sd.name, over, p.id, p.rate)
 		}
 	}
@@ -1549,6 +1572,26 @@ var fuzzSeeds = [][]byte{
 	wantsProgram(0, 0, 1<<2, 0, 0, 0, 0, connectFixedOp(1, 1), wantedOp(1, 0, 2), wantedOp(1, 0, 3),
 		wantedOp(0, 0, 0, 1, 0), wantedOp(1, 0, 0), connectFixedOp(2, 2), deliverOp(0), advanceOp(6),
 		reofferOp(2), advanceOp(6)),
+
+	// Programs with costs.
+	// Rippled's units, 500 in the bucket: two requests of 1 unit leave
+	// room for a query at once, and the next query waits for the 2 units
+	// it lacks (0.5ms), not for a channel; a request of 1 unit waits, like
+	// every message, until the peer holds a query's 250; the host refuses
+	// it, which gives back exactly 1, so a query goes in the same instant;
+	// a sender of 300 units makes the peer count at 300 from then on, and
+	// is charged all of it; costs no peer could pay, or negative, are
+	// refused, and so is a peer whose burst is below 300.
+	costsProgram(0, 0, 0, 0, 0, 0, 0, connectPacedOp(1, 3, 2, 0, 0, 0, 0, 3, 0, 0), costedOp(0, 1), costedOp(0, 1),
+		costedOp(0, 0), costedOp(0, 0), deliverOp(0), advanceOp(1), costedOp(0, 1), costedOp(0, 0), advanceOp(6),
+		costedOp(0, 4), costedOp(0, 6), costedOp(0, 7), connectPacedOp(2, 1, 0), costedOp(0, 0), advanceOp(6),
+		advanceOp(6)),
+	// A cost above a connected peer's burst is refused; once that peer
+	// has gone it is accepted, and the other paced peer counts at it:
+	// 7 units, its whole burst, pay for one message at a time.
+	costsProgram(0, 0, 0, 0, 0, 0, 0, connectPacedOp(1, 2, 0), connectPacedOp(2, 3, 1), costedOp(0, 2),
+		disconnectOp(1), costedOp(0, 2), costedOp(0, 3), costedOp(0, 2), costedOp(0, 0), advanceOp(1), advanceOp(3),
+		advanceOp(6)),
 }
 
 // extendedMarker, as a program's first byte, makes it an extended program:
@@ -1602,6 +1645,24 @@ func statsOp() []byte { return []byte{opByte(opStats)} }
 // is that sender's Reoffer; and a sender whose plan declines an offer with
 // an odd argument asks for another offer as it declines.
 const wantsMarker = 0xfd
+
+// costsMarker, as a program's first byte, makes it a program with costs:
+// it reads as a program with wants does, and one more byte in each
+// schedule, after the wants', for the cost the sender declares
+// (fuzzCosts, mod 8).
+const costsMarker = 0xfc
+
+// costsProgram is wantsProgram for a program with costs. Its schedules
+// take costedOp.
+func costsProgram(maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes, byteBudget byte, ops ...[]byte) []byte {
+	return slices.Concat([]byte{costsMarker, maxSenders, maxRequests, maxOffer, maxInFlight, rate, classes, byteBudget}, slices.Concat(ops...))
+}
+
+// costedOp is wantedOp in a program with costs, with no wants and the
+// index in fuzzCosts of the cost the sender declares.
+func costedOp(priority, cost byte, plan ...byte) []byte {
+	return append(wantedOp(priority, 0, 0, plan...), cost)
+}
 
 // The program encoder: each function writes one operation as exec reads it.
 

@@ -73,14 +73,21 @@ package scheduler
 //     instant fire together, before anything else happens.
 //   - A peer connected with a Rate is paced (promise 21): a bucket of its
 //     units, full at first, gains PerSecond a second up to Burst, and each
-//     send takes Cost from it when it begins. Its allowance, the whole
-//     messages the bucket pays for, is set when it connects, after every
-//     send to it (which first takes one from it) and after a send to it
-//     that the host refused (whose charge is given back); it caps the
-//     peer's open channels. When the allowance is 0 the peer is held until
-//     the bucket pays for one message; at that instant, after the
-//     deadlines due then, its allowance is set again, and if its open
-//     channels grew, offers follow.
+//     send takes from it, when it begins, the cost its sender declared, or
+//     Cost if it declared none. Its allowance, the whole messages the
+//     bucket pays for at its unit (Cost, or the dearest cost any sender
+//     has declared if that is more), is set when it connects, after every
+//     send to it (which first takes one from it), after a send to it that
+//     the host refused (whose charge, exactly, is given back), and when a
+//     sender declares a dearer cost than any before; it caps the peer's
+//     open channels. A negative declared cost, or one above limit.MaxBurst,
+//     is refused first, after the size; one above a connected paced peer's
+//     Burst is refused after the cap on senders; a peer whose Burst is
+//     below the dearest cost declared is refused after the stop. When the
+//     allowance is 0 the peer is held until the bucket pays for one
+//     message at its unit; at that instant, after the deadlines due then,
+//     its allowance is set again, and if its open channels grew, offers
+//     follow.
 //   - The budget: while the closed channels number MaxInFlight, or the
 //     rate's bucket holds no whole token, the next sender is not offered
 //     anything; in the bucket's case the offers resume when the next token
@@ -136,6 +143,7 @@ type model struct {
 	budget                            Budget
 	bucket                            *limit.Bucket
 	byteBucket                        *limit.Bucket // the byte rate's; nil without one
+	dearest                           int64         // the highest cost any sender declared
 	tokenDue                          bool          // senders wait for the next token, due at tokenAt
 	tokenAt                           time.Duration
 	classes                           []mClass
@@ -196,6 +204,7 @@ type mPeer struct {
 	// a send), and whether, and until when, it pays for none.
 	bucket    *limit.Bucket
 	cost      int64
+	unit      int64 // what each message of its allowance is counted at
 	allowance int
 	held      bool
 	due       time.Duration
@@ -213,6 +222,7 @@ type mSender struct {
 	priority int
 	class    int   // index into model.classes plus one; 0 for none
 	bytes    int64 // the size it declared; 0 without a byte rate
+	cost     int64 // what it declared each message costs a paced peer; 0 for none
 	ticket   offer.Ticket
 	held     bool // its offer ended with sends in progress
 	parked   bool // it declined, and has not called Reoffer since
@@ -232,6 +242,7 @@ type mOffer struct {
 	size, sent int   // sent: claims, in progress or accepted
 	class      int   // the sender's
 	bytes      int64 // the size the sender declared
+	cost       int64 // what the sender declared each message costs a paced peer
 	inProgress int   // sends the host has not returned from
 	accepted   bool  // a send was accepted: the sender has left
 	discard    bool  // stopped while undecided: discard unless a send is accepted
@@ -489,32 +500,65 @@ func (p *mPeer) open() int {
 // pace sets p's allowance to the messages its bucket pays for now, and
 // holds it until the bucket pays for one if that is none.
 func (m *model) pace(p *mPeer) {
-	n := m.paceTokens(p) / p.cost
+	p.unit = max(p.cost, m.dearest)
+	n := m.paceTokens(p) / p.unit
 	p.allowance = int(min(n, peer.MaxChannelsPerPeer))
 	p.held = n == 0
 	if p.held {
-		wait, _ := p.bucket.Wait(m.now, p.cost)
+		wait, _ := p.bucket.Wait(m.now, p.unit)
 		p.due = m.now + wait
 	}
 }
 
 func (m *model) paceTokens(p *mPeer) int64 { return p.bucket.Tokens(m.now) }
 
-// charge charges paced p for a send that begins now; uncharge gives the
-// charge back for a send the host refused, if p is still connected.
-func (m *model) charge(p *mPeer) {
-	if p.cost > 0 {
-		p.allowance--
-		_, _ = p.bucket.Take(m.now, p.cost)
+// charge charges paced p for a send that begins now, of a message its
+// sender declared costs declared (0: p's Cost), and returns the charge;
+// uncharge gives it back for a send the host refused, if p is still
+// connected.
+func (m *model) charge(p *mPeer, declared int64) int64 {
+	if p.cost == 0 {
+		return 0
+	}
+	cost := declared
+	if cost == 0 {
+		cost = p.cost
+	}
+	p.allowance--
+	if wait, _ := p.bucket.Take(m.now, cost); wait != 0 {
+		panic(fmt.Sprintf("model: %s charged %d units it does not hold", p.id, cost))
+	}
+	m.pace(p)
+	return cost
+}
+
+func (m *model) uncharge(p *mPeer, charged int64) {
+	if charged > 0 && !p.gone {
+		_ = p.bucket.Give(charged)
 		m.pace(p)
 	}
 }
 
-func (m *model) uncharge(p *mPeer) {
-	if p.cost > 0 && !p.gone {
-		_ = p.bucket.Give(p.cost)
-		m.pace(p)
+// declareCost takes cost, declared by a sender being scheduled, as the
+// dearest if it is more than any before, and re-counts every paced peer's
+// allowance at it; it fails with ErrBadCost, changing nothing, if a
+// connected paced peer's burst is below it.
+func (m *model) declareCost(cost int64) error {
+	if cost <= m.dearest {
+		return nil
 	}
+	for _, p := range m.peers {
+		if p.cost > 0 && cost > p.bucket.Burst() {
+			return ErrBadCost
+		}
+	}
+	m.dearest = cost
+	for _, id := range slices.Sorted(maps.Keys(m.peers)) {
+		if p := m.peers[id]; p.cost > 0 && p.unit < cost {
+			m.pace(p)
+		}
+	}
+	return nil
 }
 
 func (m *model) open() (n int) {
@@ -574,7 +618,7 @@ func (m *model) offerNext() bool {
 	}
 	chans := m.best(snd)
 	o := &mOffer{generation: m.offer.generation + 1, live: true, sender: snd, channels: chans,
-		used: make([]bool, len(chans)), size: min(size, len(chans)), class: snd.class, bytes: snd.bytes}
+		used: make([]bool, len(chans)), size: min(size, len(chans)), class: snd.class, bytes: snd.bytes, cost: snd.cost}
 	m.offer = o
 	m.undecided = append(m.undecided, o)
 	m.call(func() { snd.s.OnOffer(newOffer((*modelCarrier)(m), o.generation)) })
@@ -733,6 +777,8 @@ func (m *model) ConnectWith(p peer.Peer, opts peer.Options) error {
 	switch {
 	case m.stopped:
 		return ErrStopped
+	case !opts.Rate.IsZero() && opts.Rate.Burst < m.dearest:
+		return ErrBadCost
 	case m.peers[id] != nil:
 		return peer.ErrAlreadyConnected
 	}
@@ -819,6 +865,8 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 		return 0, offer.ErrNilSender
 	case opts.Bytes < 0 || (m.byteBucket != nil && opts.Bytes > m.budget.ByteBurst):
 		return 0, ErrBadBytes
+	case opts.Cost < 0 || opts.Cost > limit.MaxBurst:
+		return 0, ErrBadCost
 	case opts.MinChannels < 0 || opts.MinChannels > m.maxOffer:
 		return 0, ErrBadWants
 	case len(opts.Only) > 0 && !slices.ContainsFunc(opts.Only, func(id peer.ID) bool { return !slices.Contains(opts.Avoid, id) }):
@@ -829,6 +877,9 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 		return 0, limit.ErrUnknownClass
 	case len(m.queue) >= m.maxSenders:
 		return 0, offer.ErrTooManySenders
+	}
+	if err := m.declareCost(opts.Cost); err != nil {
+		return 0, err
 	}
 	m.tickets++
 	if !slices.ContainsFunc(m.queue, func(w *mSender) bool { return w.priority == priority }) {
@@ -843,6 +894,7 @@ func (m *model) ScheduleWith(s offer.Sender, priority int, opts offer.Options) (
 	if m.byteBucket != nil {
 		snd.bytes = opts.Bytes
 	}
+	snd.cost = opts.Cost
 	m.queue = slices.Insert(m.queue, at, snd)
 	m.want()
 	return t, nil
@@ -962,7 +1014,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, req offerlink.Requ
 		return 0, receiver.ErrTooManyRequests
 	}
 	p.closed++
-	m.charge(p)
+	charged := m.charge(p, o.cost)
 	m.sent(p)
 	m.spend(o.bytes)
 	m.book(o.class)
@@ -980,7 +1032,7 @@ func (c *modelCarrier) OfferRequest(generation uint64, i int, req offerlink.Requ
 		if !p.gone {
 			p.closed-- // never really taken: not an opening
 		}
-		m.uncharge(p)
+		m.uncharge(p, charged)
 		m.refund(o.bytes)
 		c.unclaim(o, i)
 		m.st.SendErrors++
@@ -1016,7 +1068,7 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 	}
 	o := c.offer
 	p.closed++
-	m.charge(p)
+	charged := m.charge(p, o.cost)
 	m.sent(p)
 	m.spend(o.bytes)
 	m.book(o.class)
@@ -1024,7 +1076,7 @@ func (c *modelCarrier) OfferNotify(generation uint64, i int, message any, digest
 		if !p.gone {
 			p.closed--
 		}
-		m.uncharge(p)
+		m.uncharge(p, charged)
 		m.refund(o.bytes)
 		m.unbook(o.class)
 		c.unclaim(o, i)

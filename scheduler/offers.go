@@ -68,6 +68,7 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 		return nil, 0, false
 	}
 	room := math.MaxInt
+	s.offerCost = c.Cost
 	s.offerBytes = 0
 	if s.byteBucket != nil {
 		s.offerBytes = c.Bytes
@@ -246,8 +247,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 		return 0, receiver.ErrTooManyRequests
 	}
 	s.pool.Close(ref)
+	var cost int64
 	if s.paced {
-		s.chargeLocked(ref) // a hold is armed below
+		cost, _ = s.chargeLocked(ref) // a hold is armed below
 	}
 	bytes := s.spendLocked()
 	class := s.bookLocked()
@@ -269,14 +271,14 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 		if !returned {
 			s.goexitInSend.Store(generation)
 			s.userCodeDidNotReturn("peer send", nil)
-			s.undoRequest(generation, i, id, bytes, ch)
+			s.undoRequest(generation, i, id, cost, bytes, ch)
 			s.sendSettled()
 		}
 	}()
 	err = s.hostSend(p, id, req.Message)
 	returned = true
 	if err != nil {
-		s.undoRequest(generation, i, id, bytes, ch)
+		s.undoRequest(generation, i, id, cost, bytes, ch)
 		s.sendSettled()
 		err = s.sendFailed(ch.ID, err)
 		s.wantOffers()
@@ -330,9 +332,9 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 }
 
 // undoRequest takes back a request on ch whose host send failed: it never
-// existed, its channel is open again, and the budget has its token and
-// bytes back.
-func (s *Scheduler) undoRequest(generation uint64, i int, id peer.RequestID, bytes int64, ch peerpool.Choice) {
+// existed, its channel is open again, its peer's pacer has its cost back,
+// and the budget has its token and bytes back.
+func (s *Scheduler) undoRequest(generation uint64, i int, id peer.RequestID, cost, bytes int64, ch peerpool.Choice) {
 	s.offersMu.Lock()
 	s.requestsMu.Lock()
 	if f, ok := s.table.Unsend(id); ok {
@@ -340,7 +342,7 @@ func (s *Scheduler) undoRequest(generation uint64, i int, id peer.RequestID, byt
 		s.releaseLocked(f.Terms)
 	}
 	if s.paced {
-		s.unchargeLocked(ch.Ref)
+		s.unchargeLocked(ch.Ref, cost)
 	}
 	s.refundLocked(bytes)
 	s.finishSendLocked(generation, i, false)
@@ -360,12 +362,16 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	}
 	ref := ch.Ref
 	s.pool.Close(ref)
-	if s.paced && s.chargeLocked(ref) {
-		// Held: the timer must fire when the peer's rate pays again, even
-		// if the host's send takes until then.
-		s.requestsMu.Lock()
-		s.armTimerLocked(s.now())
-		s.requestsMu.Unlock()
+	var cost int64
+	if s.paced {
+		var held bool
+		if cost, held = s.chargeLocked(ref); held {
+			// The timer must fire when the peer's rate pays again, even
+			// if the host's send takes until then.
+			s.requestsMu.Lock()
+			s.armTimerLocked(s.now())
+			s.requestsMu.Unlock()
+		}
 	}
 	bytes := s.spendLocked()
 	terms := requests.Terms{Class: s.bookLocked()}
@@ -375,7 +381,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		s.offersMu.Lock()
 		s.pool.Reopen(ref)
 		if s.paced {
-			s.unchargeLocked(ref)
+			s.unchargeLocked(ref, cost)
 		}
 		s.refundLocked(bytes)
 		s.releaseLocked(terms)

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/peersched/peersched/internal/peerpool"
@@ -9,16 +10,21 @@ import (
 
 // A peer connected with a Rate (peer.Options.Rate) is paced: the scheduler
 // keeps a limit.Pacer for it and gives the pool the pacer's allowance, how
-// many messages the peer's bucket pays for, which caps the peer's open
-// channels. The allowance is asked of the pacer when the peer connects,
-// after every send to it, after a send to it that the host refused (the
-// charge is given back), and when its bucket pays for a message again;
-// each send takes one from it in between. So the channels an offer lists
-// for a peer are never more than its bucket pays for, and every send
-// through them fits. While the allowance is 0 the peer waits in a heap
-// ordered by when its bucket will pay for one message, and the
-// scheduler's single timer is armed for the earliest; when it fires, the
-// peer's channels open and are offered as any opening is.
+// many messages the peer's bucket pays for, each counted at the dearest
+// cost any sender has declared (offer.Options.Cost) or the Rate's Cost if
+// that is more, which caps the peer's open channels. A message is charged
+// its own cost, never more than the dearest, so whichever sender closes a
+// channel, its send fits; a cheap one leaves the rest in the bucket. The
+// allowance is asked of the pacer when the peer connects, after every
+// send to it, after a send to it that the host refused (the charge is
+// given back), when its bucket pays for a message again, and when a
+// sender declares a dearer cost than any before; each send takes one from
+// it in between. So the channels an offer lists for a peer are never more
+// than its bucket pays for, and every send through them fits. While the
+// allowance is 0 the peer waits in a heap ordered by when its bucket will
+// pay for one message, and the scheduler's single timer is armed for the
+// earliest; when it fires, the peer's channels open and are offered as
+// any opening is.
 //
 // Nothing here runs for a scheduler whose peers have no Rate but one
 // boolean test per send and per timer arming (paced).
@@ -129,28 +135,79 @@ func (s *Scheduler) allowLocked(pp *pacedPeer, now time.Duration) bool {
 const maxInt32 = 1<<31 - 1
 
 // chargeLocked charges the pacer of the peer ref names, if it is paced,
-// for a message whose send begins now (its channel just closed), and
+// for a message of the open offer whose send begins now (its channel just
+// closed): what its sender declared it costs, or the peer's Rate.Cost. It
+// returns the charge, to give back if the host refuses the send, and
 // reports whether the peer is now held, so the caller arms the timer.
 // Caller holds offersMu.
-func (s *Scheduler) chargeLocked(ref peerpool.Ref) (held bool) {
+func (s *Scheduler) chargeLocked(ref peerpool.Ref) (charged int64, held bool) {
 	pp := s.pacedLocked(ref)
 	if pp == nil {
-		return false
+		return 0, false
 	}
 	now := s.now()
-	pp.pacer.Take(now) // the allowance the offer was cut to pays for it
+	// The cost is at most the pacer's dearest (ScheduleWith and
+	// ConnectWith see to it), and the allowance the offer was cut to,
+	// counted at the dearest, pays for it: neither call can fail.
+	cost, _ := pp.pacer.Cost(s.offerCost)
+	if ok, _ := pp.pacer.Take(now, cost); ok {
+		charged = cost
+	}
 	s.allowLocked(pp, now)
-	return pp.held
+	return charged, pp.held
 }
 
-// unchargeLocked gives the pacer of the peer ref names back the charge of
-// a message the host refused, if the peer is still connected and paced.
-// Caller holds offersMu.
-func (s *Scheduler) unchargeLocked(ref peerpool.Ref) {
-	if pp := s.pacedLocked(ref); pp != nil {
-		pp.pacer.Give()
+// unchargeLocked gives the pacer of the peer ref names back charged, the
+// charge of a message the host refused, if the peer is still connected
+// and paced. Caller holds offersMu.
+func (s *Scheduler) unchargeLocked(ref peerpool.Ref, charged int64) {
+	if pp := s.pacedLocked(ref); pp != nil && charged > 0 {
+		_ = pp.pacer.Give(charged) // what Take took: within the burst
 		s.allowLocked(pp, s.now())
 	}
+}
+
+// checkCost returns an error wrapping ErrBadCost for a cost no paced peer
+// could ever pay: a negative one, or one above limit.MaxBurst.
+func checkCost(cost int64) error {
+	if cost < 0 || cost > limit.MaxBurst {
+		return fmt.Errorf("%w: %d units: need 0 <= cost <= %d", ErrBadCost, cost, limit.MaxBurst)
+	}
+	return nil
+}
+
+// declareCostLocked takes cost, declared by a sender being scheduled, as
+// the dearest cost if it is more than any declared before, and has every
+// paced peer's pacer count at it from now on, so that every channel a
+// paced peer offers pays for any sender's message. It fails, changing
+// nothing, with an error wrapping ErrBadCost if the Burst of a connected
+// paced peer is below cost: that peer could never pay for the message.
+// It reports whether a peer is now held, so the caller arms the timer.
+// Caller holds offersMu.
+func (s *Scheduler) declareCostLocked(cost int64) (held bool, err error) {
+	if cost <= s.dearest {
+		return false, nil
+	}
+	for i := range s.pacing {
+		if p := s.pacing[i].pacer; p != nil && cost > p.Rate().Burst {
+			return false, fmt.Errorf("%w: %d units, above a connected paced peer's burst of %d", ErrBadCost, cost, p.Rate().Burst)
+		}
+	}
+	s.dearest = cost
+	now := s.now()
+	for i := range s.pacing {
+		pp := &s.pacing[i]
+		if pp.pacer == nil || cost <= pp.pacer.Dearest() {
+			continue
+		}
+		if err := pp.pacer.RaiseDearest(cost); err != nil {
+			panic(err) // ruled out above
+		}
+		wasHeld := pp.held
+		s.allowLocked(pp, now)
+		held = held || pp.held && !wasHeld
+	}
+	return held, nil
 }
 
 // unpaceLocked forgets the pacing of the connection ref names, which has

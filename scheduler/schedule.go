@@ -19,7 +19,8 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 }
 
 // ScheduleWith is Schedule with the sender's terms in opts: its class, the
-// size of its messages, and its wants (see offer.Options). A sender whose
+// size of its messages, what each costs a paced peer, and its wants (see
+// offer.Options). A sender whose
 // class, or any ancestor, has as many messages in flight as its limit is
 // passed over while it is, keeping its place; once a message of the class
 // ends it comes first again among those behind it. Its offers let it send
@@ -30,7 +31,8 @@ func (s *Scheduler) Schedule(snd offer.Sender, priority int) (offer.Ticket, erro
 // only the channels it wants, and only when at least MinChannels of them
 // are open; until then it is passed over, keeping its place. It fails,
 // changing nothing, with offer.ErrNilSender, ErrBadBytes (a negative size,
-// or one above the byte budget's ByteBurst), ErrBadWants (a negative
+// or one above the byte budget's ByteBurst), ErrBadCost (a negative cost,
+// or one above limit.MaxBurst or a connected paced peer's Burst), ErrBadWants (a negative
 // MinChannels, one above MaxOfferChannels, or every Only peer avoided),
 // ErrStopped, limit.ErrUnknownClass (a class not declared in
 // Config.Classes) or offer.ErrTooManySenders.
@@ -39,6 +41,9 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 		return 0, offer.ErrNilSender
 	}
 	if err := s.budget.checkBytes(opts.Bytes); err != nil {
+		return 0, err
+	}
+	if err := checkCost(opts.Cost); err != nil {
 		return 0, err
 	}
 	if err := s.checkWants(&opts); err != nil {
@@ -61,6 +66,18 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 		s.offersMu.Unlock()
 		return 0, offer.ErrTooManySenders
 	}
+	held, err := s.declareCostLocked(opts.Cost)
+	if err != nil {
+		s.offersMu.Unlock()
+		return 0, err
+	}
+	if held {
+		// A peer whose rate paid for a message no longer pays for the
+		// dearest: the timer must fire when it does.
+		s.requestsMu.Lock()
+		s.armTimerLocked(s.now())
+		s.requestsMu.Unlock()
+	}
 	var t offer.Ticket
 	if classed {
 		t = s.queue.PushIn(snd, priority, class)
@@ -69,6 +86,9 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 	}
 	if s.byteBucket != nil && opts.Bytes > 0 {
 		s.queue.SetBytes(t, opts.Bytes)
+	}
+	if opts.Cost > 0 {
+		s.queue.SetCost(t, opts.Cost)
 	}
 	s.queue.SetWants(t, opts.Only, opts.Avoid, opts.MinChannels)
 	s.offersMu.Unlock()

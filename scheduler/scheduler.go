@@ -65,16 +65,20 @@ type Scheduler struct {
 	pass       *limit.Pass    // over classes, reset for every offer
 	offerClass int32          // the open offer's sender's class plus one; 0 for none
 	offerBytes int64          // the size the open offer's sender declared; 0 without a byte rate
+	offerCost  int64          // what the open offer's sender declared each message costs a paced peer
 	// bookingErrors counts bookings and releases that classes refused: a
 	// broken invariant, which the tests check never happens.
 	bookingErrors uint64
 	// paced: a peer with a Rate has connected; pacing is each paced
 	// connection's pacer, by pool slot, and holds the paced peers whose
 	// bucket pays for no message yet (see pacing.go).
-	paced  bool
-	pacing []pacedPeer
-	holds  paceHeap
-	opened []peer.ID // scratch for waking the senders set aside
+	// dearest is the highest cost any sender has declared
+	// (offer.Options.Cost), at which every paced peer's pacer counts.
+	paced   bool
+	pacing  []pacedPeer
+	holds   paceHeap
+	dearest int64
+	opened  []peer.ID // scratch for waking the senders set aside
 	// counts counts every message and response; peers counts them by peer,
 	// adding up to counts (see peerstats.go). Every event they count holds
 	// this lock, and most hold requestsMu too.

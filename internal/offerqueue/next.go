@@ -54,6 +54,9 @@ type Chosen struct {
 	Classed bool
 	// Bytes is the size the sender declared for each message (SetBytes).
 	Bytes int64
+	// Cost is what the sender declared each message costs a paced peer
+	// (SetCost).
+	Cost int64
 	// Only and Avoid are its wants (see Wants); the caller must not change
 	// them.
 	Only, Avoid []peer.ID
@@ -83,7 +86,7 @@ func (q *Queue) Pick(pass *limit.Pass, open Channels) (Chosen, bool) {
 		return Chosen{}, false
 	}
 	node := &q.nodes[chosen]
-	c := Chosen{Ticket: makeTicket(node.generation, chosen), Sender: node.sender, Bytes: node.bytes, slot: chosen}
+	c := Chosen{Ticket: makeTicket(node.generation, chosen), Sender: node.sender, Bytes: node.bytes, Cost: node.cost, slot: chosen}
 	if node.class != 0 {
 		c.Class, c.Classed = limit.ClassID(node.class-1), true
 	}
@@ -207,6 +210,24 @@ func (q *Queue) SetBytes(t Ticket, bytes int64) {
 	if _, node := q.lookup(t); node != nil {
 		node.bytes = bytes
 	}
+}
+
+// SetCost records what the sender named t declared each of its messages
+// costs a paced peer (offer.Options.Cost); it does nothing if t is not
+// waiting.
+func (q *Queue) SetCost(t Ticket, cost int64) {
+	if _, node := q.lookup(t); node != nil {
+		node.cost = cost
+	}
+}
+
+// Cost returns what the sender named t declared each of its messages costs
+// a paced peer: 0 if it declared nothing or is not waiting.
+func (q *Queue) Cost(t Ticket) int64 {
+	if _, node := q.lookup(t); node != nil {
+		return node.cost
+	}
+	return 0
 }
 
 // Bytes returns the size the sender named t declared for each of its

@@ -84,6 +84,7 @@ type queueNode struct {
 	untilOpening bool
 	class        int32 // the sender's limit.ClassID plus one; 0 for none
 	bytes        int64 // the size the sender declared for each message
+	cost         int64 // what the sender declared each message costs a paced peer
 	seq          uint64
 	wants        *wants // nil for none
 	// asideMark counts the times the sender was set aside; an asideEntry
@@ -185,7 +186,7 @@ func (q *Queue) Remove(t Ticket) (s Sender, ok bool) {
 		q.levels[len(q.levels) : len(q.levels)+1][0] = level{} // no second copy of its heap
 	}
 	node.sender, node.priority, node.prev, node.next, node.heapAt = nil, 0, 0, 0, -1
-	node.state, node.again, node.untilOpening, node.class, node.bytes, node.seq, node.wants = ready, false, false, 0, 0, 0, nil
+	node.state, node.again, node.untilOpening, node.class, node.bytes, node.cost, node.seq, node.wants = ready, false, false, 0, 0, 0, 0, nil
 	node.generation++ // makes its ticket and its aside entries stale
 	q.free = append(q.free, slot)
 	q.n--

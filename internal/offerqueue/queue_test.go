@@ -236,6 +236,27 @@ func TestQueueKeepsDeclaredBytes(t *testing.T) {
 	require.Zero(t, q.Bytes(d))
 }
 
+// TestQueueKeepsDeclaredCosts: the cost a sender declared is its own, goes
+// with it to the sender Pick chooses, and a reused slot starts with none.
+func TestQueueKeepsDeclaredCosts(t *testing.T) {
+	var q Queue
+	a := q.Push(named("a"), 1)
+	b := q.Push(named("b"), 0)
+	q.SetCost(a, 1)
+	q.SetCost(b, 2000)
+	require.Equal(t, int64(1), q.Cost(a))
+	require.Equal(t, int64(2000), q.Cost(b))
+	c, ok := q.Pick(nil, someOpen)
+	require.True(t, ok)
+	require.Equal(t, a, c.Ticket)
+	require.Equal(t, int64(1), c.Cost, "the chosen sender carries its cost")
+	q.Remove(a)
+	require.Zero(t, q.Cost(a), "gone: a stale ticket reads nothing")
+	q.SetCost(a, 7)            // a stale ticket sets nothing
+	d := q.Push(named("d"), 0) // a's slot, a new generation
+	require.Zero(t, q.Cost(d), "a reused slot starts with no cost")
+}
+
 // TestQueuePassesOverFullClasses: a sender whose class (or an ancestor) is
 // full is passed over, keeping its place; it comes first again once its
 // class has room. Within one call (one pass) a class found full is not

@@ -491,4 +491,45 @@ func checkSlab[V any](t testing.TB, s *Slab[V]) {
 	if len(s.freeLanes)+len(s.heap) != len(s.lanes) {
 		t.Fatalf("%d free + %d live lanes != %d records", len(s.freeLanes), len(s.heap), len(s.lanes))
 	}
+	checkPages(t, s)
+}
+
+// checkPages verifies the page layout: a first page of firstPage slots
+// doubled just enough to hold every slot, up to pageSize, and then whole
+// pages of pageSize, just enough of them.
+func checkPages[V any](t testing.TB, s *Slab[V]) {
+	t.Helper()
+	slots := int(s.slots)
+	if slots == 0 {
+		if len(s.pages) != 0 {
+			t.Fatalf("%d pages before any slot", len(s.pages))
+		}
+		return
+	}
+	if slots <= pageSize {
+		want := firstPage
+		for want < slots {
+			want *= 2
+		}
+		if len(s.pages) != 1 || len(s.pages[0]) != want {
+			t.Fatalf("%d slots in pages of %v; want one of %d", slots, pageSizes(s), want)
+		}
+		return
+	}
+	if want := (slots + pageSize - 1) / pageSize; len(s.pages) != want {
+		t.Fatalf("%d slots in %d pages; want %d", slots, len(s.pages), want)
+	}
+	for p, page := range s.pages {
+		if len(page) != pageSize {
+			t.Fatalf("%d slots: page %d holds %d; want %d", slots, p, len(page), pageSize)
+		}
+	}
+}
+
+func pageSizes[V any](s *Slab[V]) []int {
+	var sizes []int
+	for _, page := range s.pages {
+		sizes = append(sizes, len(page))
+	}
+	return sizes
 }

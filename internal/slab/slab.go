@@ -20,14 +20,17 @@ import (
 // The zero value is an empty slab ready to use. A Slab is not safe for
 // concurrent use. Pointers to values are valid until the next Alloc.
 //
-// Memory: slots are allocated in whole pages of pageSize, so the slab costs
-// the size of a slot (24 bytes plus V) per slot at its high-water mark, with
-// no slack from doubling, plus at most one page not yet used; it is reused,
-// never released.
+// Memory: the first page starts at firstPage slots and doubles, moving its
+// slots, until it holds pageSize; then slots are added in whole pages of
+// pageSize, which never move. So a slab of a few dozen slots (a scheduler
+// with a few dozen requests out) costs a few dozen slots, and a large one
+// costs the size of a slot (24 bytes plus V) per slot at its high-water
+// mark, with no slack from doubling, plus at most one page not yet used. It
+// is reused, never released.
 type Slab[V any] struct {
-	pages     []*[pageSize]node[V]
-	slots     int32 // slots ever handed out; the next new slot
-	freeNode  int32 // head of the free slot list plus one; see freeSlot
+	pages     [][]node[V] // each pageSize long, except a first page still doubling
+	slots     int32       // slots ever handed out; the next new slot
+	freeNode  int32       // head of the free slot list plus one; see freeSlot
 	lanes     []lane
 	freeLanes []int32
 	heap      []int32 // lane indices
@@ -61,15 +64,24 @@ type lane struct {
 	pos   int32 // index in Slab.heap while the lane is live
 }
 
-// pageSize is the number of slots allocated at once. A fixed-size page makes
-// finding a slot one bounds check and two loads. 1024 slots of the request
-// table's 56 bytes are exactly seven runtime pages; a smaller page of a type
-// with pointers would carry an allocation header, and 512 such slots would
-// round up to a size class an eighth larger.
+// pageSize is the number of slots allocated at once once the first page is
+// full. A fixed-size page makes finding a slot two bounds checks and two
+// loads. 1024 slots of the request table's 56 bytes are exactly seven
+// runtime pages; a smaller page of a type with pointers would carry an
+// allocation header, and 512 such slots would round up to a size class an
+// eighth larger.
+//
+// firstPage is the size of the first page when the first slot is handed
+// out. Most slabs stay small (a scheduler of an overlay node has a few
+// dozen requests out), and a full page would cost them 57 kB each; the
+// first page doubles instead, up to pageSize. Moving its slots is why a
+// value's pointer is valid only until the next Alloc; the copies add up to
+// less than one page, once.
 const (
 	pageShift = 10
 	pageSize  = 1 << pageShift
 	pageMask  = pageSize - 1
+	firstPage = 16
 )
 
 func (s *Slab[V]) node(i int32) *node[V] { return &s.pages[i>>pageShift][i&pageMask] }
@@ -136,8 +148,18 @@ func (s *Slab[V]) grow() (int32, *node[V]) {
 		// Slots are int32 and handles store slot+1 in 32 bits.
 		panic("slab: too many slots")
 	}
-	if int(s.slots>>pageShift) == len(s.pages) {
-		s.pages = append(s.pages, new([pageSize]node[V]))
+	switch p := int(s.slots >> pageShift); {
+	case p == len(s.pages):
+		size := pageSize
+		if p == 0 {
+			size = firstPage
+		}
+		s.pages = append(s.pages, make([]node[V], size))
+	case int(s.slots&pageMask) == len(s.pages[p]):
+		// Only the first page is ever short of pageSize.
+		bigger := make([]node[V], 2*len(s.pages[p]))
+		copy(bigger, s.pages[p])
+		s.pages[p] = bigger
 	}
 	i := s.slots
 	s.slots++

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // record is a value a caller might keep per slot.
@@ -153,4 +154,74 @@ func TestSlabGrowsInWholePages(t *testing.T) {
 		s.Free(h)
 	}
 	checkSlab(t, &s)
+}
+
+// TestFirstPageGrowsWithTheSlab: a slab of a few slots holds a first page
+// of a few slots, which doubles as slots are handed out, up to a whole
+// page, after which whole pages follow. Every value, generation and
+// deadline survives the moves, and the bytes held stay within twice the
+// slots' own (and firstPage) while the slab is smaller than a page.
+func TestFirstPageGrowsWithTheSlab(t *testing.T) {
+	var s Slab[uint64]
+	var handles []Handle
+	unarmed := 0 // holders given a freed slot by Alloc, with no deadline
+	slotBytes := int(unsafe.Sizeof(node[uint64]{}))
+	for n := 1; n <= 3*pageSize+5; n++ {
+		h, v := s.AllocArmed(time.Duration(n), time.Duration(1000*(n%3+1))) // three lanes
+		*v = uint64(n)
+		handles = append(handles, h)
+		if n%7 == 0 {
+			// A freed slot is reused: slots grow only with the holders.
+			h := handles[len(handles)-2]
+			if _, ok := s.Free(h); !ok {
+				t.Fatalf("Free of slot %d failed", h.Slot())
+			}
+			h2, v2 := s.Alloc()
+			if h2.Slot() != h.Slot() {
+				t.Fatalf("slot %d freed, slot %d handed out", h.Slot(), h2.Slot())
+			}
+			*v2 = uint64(n - 1)
+			handles[len(handles)-2] = h2
+			unarmed++
+		}
+		checkPages(t, &s)
+		if n < pageSize {
+			if held := len(s.pages[0]) * slotBytes; held > max(2*n, firstPage)*slotBytes {
+				t.Fatalf("%d slots hold %d bytes", n, held)
+			}
+		}
+		switch n {
+		case 1, firstPage, firstPage + 1, pageSize - 1, pageSize, pageSize + 1, 3 * pageSize:
+			// Every holder is still found, with its value, after each move.
+			for k, h := range handles {
+				v := s.Get(h)
+				if v == nil || *v != uint64(k+1) {
+					t.Fatalf("after %d slots, holder %d (slot %d) reads %v", n, k+1, h.Slot(), v)
+				}
+			}
+			checkSlab(t, &s)
+		}
+	}
+	if got := pageSizes(&s); len(got) != 4 || got[0] != pageSize || got[3] != pageSize {
+		t.Fatalf("pages %v; want four of %d", got, pageSize)
+	}
+	// The deadlines were kept through the moves: they fire in order.
+	var last time.Duration
+	fired := 0
+	for {
+		_, v, ok := s.PopDue(1 << 40)
+		if !ok {
+			break
+		}
+		n := time.Duration(*v)
+		if at := n + 1000*(n%3+1); at < last {
+			t.Fatalf("holder %d fired at %d, after one at %d", n, at, last)
+		} else {
+			last = at
+		}
+		fired++
+	}
+	if fired != len(handles)-unarmed {
+		t.Fatalf("%d of %d deadlines fired", fired, len(handles)-unarmed)
+	}
 }

@@ -222,3 +222,37 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// TestFrontierTakesSized: takeSized takes what take would, into a slice no
+// larger than what waited, so a request for a few hashes does not carry a
+// whole batch's memory.
+func TestFrontierTakesSized(t *testing.T) {
+	sized, plain := newFrontier(), newFrontier()
+	for _, f := range []*frontier{sized, plain} {
+		for b := byte(1); b <= 5; b++ {
+			f.discover(h(b))
+		}
+		f.putBack(f.take(nil, 2, "a", false), "a") // two retries, failed by a
+	}
+	for _, c := range []struct {
+		max     int
+		to      peer.ID
+		anyPeer bool
+		cap     int
+	}{
+		{64, "a", false, 5}, // a skips its retries: three fresh, in a slice of the five waiting
+		{64, "a", true, 2},  // the two retries, in a slice of the two waiting
+		{64, "b", false, 0}, // nothing waits: no slice
+	} {
+		got, want := sized.takeSized(c.max, c.to, c.anyPeer), plain.take(nil, c.max, c.to, c.anyPeer)
+		if !slices.Equal(got, want) || cap(got) != c.cap {
+			t.Errorf("takeSized(%d, %s, %v) = %v (cap %d); want %v (cap %d)", c.max, c.to, c.anyPeer, got, cap(got), want, c.cap)
+		}
+	}
+	for b := byte(10); b < 20; b++ {
+		sized.discover(h(b))
+	}
+	if got := sized.takeSized(4, "b", false); len(got) != 4 || cap(got) != 4 {
+		t.Errorf("took %d hashes in a slice of %d; want 4 in 4 (max) with 10 waiting", len(got), cap(got))
+	}
+}

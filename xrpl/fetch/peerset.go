@@ -333,7 +333,7 @@ func (ps *Peerset) pumpLocked() {
 // sendLocked sends one batch to the peer id over c, arming its timer, and
 // reports whether it did.
 func (ps *Peerset) sendLocked(c *psConn, id peer.ID, anyPeer bool) bool {
-	hashes := ps.front.take(make([]ledger.Hash, 0, ps.cfg.Batch), ps.cfg.Batch, id, anyPeer)
+	hashes := ps.front.takeSized(ps.cfg.Batch, id, anyPeer)
 	if len(hashes) == 0 {
 		return false
 	}

@@ -29,7 +29,7 @@ func greedyPeak(t *testing.T, r limit.Rate, phase, steady, pause time.Duration, 
 			}
 			continue
 		}
-		if !p.Take(now) {
+		if ok, _ := p.Take(now, r.Cost); !ok {
 			now += p.Wait(now)
 			continue
 		}

@@ -465,7 +465,7 @@ func (r *Rippled) askTogetherLocked(ids []peer.ID) {
 		return
 	}
 	n := askSize(triggerTimeout, len(r.recent), r.rc)
-	hashes := r.front.take(make([]ledger.Hash, 0, n), n, to[0], true)
+	hashes := r.front.takeSized(n, to[0], true)
 	if len(hashes) == 0 {
 		return
 	}
@@ -523,7 +523,7 @@ func (r *Rippled) triggerLocked(id peer.ID, reason trigger) {
 	if n == 0 {
 		return
 	}
-	hashes := r.front.take(make([]ledger.Hash, 0, n), n, id, false)
+	hashes := r.front.takeSized(n, id, false)
 	if len(hashes) > 0 && !r.sendLocked(id, hashes) {
 		r.sendFailedLocked(hashes, id)
 	}

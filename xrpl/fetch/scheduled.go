@@ -504,7 +504,7 @@ func (b *bulk) sendLocked(o offer.Offer, i int, to peer.ID, anyPeer bool) bool {
 	if b.tally.peer(to).streak >= suspectStreak {
 		size = 1 // a probe: little is held up if it fails too
 	}
-	hashes := b.front.take(make([]ledger.Hash, 0, size), size, to, anyPeer)
+	hashes := b.front.takeSized(size, to, anyPeer)
 	if len(hashes) == 0 {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/peersched/peersched/xrpl/ledger"
+	"github.com/peersched/peersched/xrpl/resource"
 	"github.com/peersched/peersched/xrpl/wire"
 )
 
@@ -107,6 +108,14 @@ var Notice = func() wire.Frame {
 	}
 	return wire.Frame{Type: wire.TypeStatusChange, Payload: b[wire.HeaderSize:]}
 }()
+
+// NoticeCost is what relay declares each notification costs a paced peer
+// (offer.Options.Cost), in rippled's fee units, those of fetch.RippledRate:
+// a rippled peer charges an ordinary message, as a TMStatusChange is, the
+// trivial fee, where a TMGetObjectByHash query costs resource.FeeQuery.
+// Lookups, which are such queries, declare no cost: they cost the peer's
+// Rate.Cost, as the fetch's requests do.
+const NoticeCost = int64(resource.FeeTrivial)
 
 // LookupBytes is the wire size of a lookup's request, and NoticeBytes of a
 // notification: what each declares to a byte budget.

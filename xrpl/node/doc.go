@@ -14,7 +14,9 @@
 //     as a whole, shared in priority order, with the starvation bound of
 //     Config.PassOverLimit keeping the fetch going. Every peer's own rate
 //     (peer.Options.Rate) is kept by the scheduler over every component's
-//     traffic together.
+//     traffic together, each message charged what it costs the peer: a
+//     query (the fetch's, a lookup) the rate's Cost, a notification the
+//     trivial fee its sender declares (NoticeCost).
 //   - The old way (NewRouter): each component with its own set of peers,
 //     its own request IDs and its own timer per request, sending straight
 //     to the peers, with no cap over the node as a whole and no idea of

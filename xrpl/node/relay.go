@@ -51,7 +51,7 @@ func (r *schedRelay) run(ctx context.Context) {
 				continue
 			}
 			n := &notice{r: r, to: u.ID, wanted: now}
-			if _, err := r.s.ScheduleWith(n, PriorityRelay, offer.Options{Only: []peer.ID{u.ID}, Bytes: NoticeBytes}); err != nil {
+			if _, err := r.s.ScheduleWith(n, PriorityRelay, offer.Options{Only: []peer.ID{u.ID}, Bytes: NoticeBytes, Cost: NoticeCost}); err != nil {
 				r.done(u.ID)
 				r.rec.failure()
 			}

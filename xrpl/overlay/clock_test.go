@@ -63,7 +63,7 @@ func TestVirtualClockOrder(t *testing.T) {
 // TestNodeClockSignalsWatching: a node's clock tells when its fetch asks for
 // a ticker, and that ticker never ticks.
 func TestNodeClockSignalsWatching(t *testing.T) {
-	c := newNodeClock(newVirtualClock(), false)
+	c := newNodeClock(newVirtualClock(), nil)
 	select {
 	case <-c.watching:
 		t.Fatal("watching before any Ticker")
@@ -88,22 +88,50 @@ func TestNodeClockSignalsWatching(t *testing.T) {
 	}
 }
 
-// TestResettableTimersArePolled: a scheduler's clock finds its timer
-// re-armed with Reset within PollEvery, runs it, and forgets it once its
-// node retires; a timer on a clock whose timers are never Reset fires once,
-// exactly.
-func TestResettableTimersArePolled(t *testing.T) {
+// wakingOwner stands in for a scheduler on a waking clock: one timer,
+// re-armed by Reset (which the clock does not see), due when due says.
+type wakingOwner struct {
+	clock *nodeClock
+	timer *clock.Timer
+	due   time.Time
+	armed bool
+	ran   []time.Duration
+	again []time.Duration // the waits it re-arms for when its timer runs, in turn
+}
+
+func (o *wakingOwner) nextWake() (time.Time, bool) { return o.due, o.armed }
+
+// arm reads the clock, as the scheduler does, and arms the timer d from now.
+func (o *wakingOwner) arm(d time.Duration) {
+	o.due, o.armed = o.clock.Now().Add(d), true
+	if o.timer == nil {
+		o.timer = o.clock.AfterFunc(d, o.onTimer)
+	} else {
+		o.timer.Reset(d)
+	}
+}
+
+func (o *wakingOwner) onTimer() {
+	now := o.clock.Now()
+	o.ran = append(o.ran, now.Sub(epoch))
+	o.armed = false
+	if len(o.again) > 0 {
+		o.arm(o.again[0])
+		o.again = o.again[1:]
+	}
+}
+
+// TestWakingClockRunsTheTimerWhenDue: a waking clock runs its owner's timer
+// function exactly when its NextWake says, after each arming, earlier
+// re-arming or re-arming from the function itself; never when it has been
+// disarmed or moved, nor once its node retires. A timer on a plain clock,
+// whose Reset is unseen, fires once, exactly.
+func TestWakingClockRunsTheTimerWhenDue(t *testing.T) {
 	vc := newVirtualClock()
-	sched := newNodeClock(vc, true)
-	other := newNodeClock(vc, false)
-	var schedAt, otherAt []time.Duration
-	var timer *clock.Timer
-	timer = sched.AfterFunc(10*time.Millisecond, func() {
-		schedAt = append(schedAt, vc.Now().Sub(epoch))
-		if len(schedAt) < 3 {
-			timer.Reset(5*time.Millisecond + 300*time.Microsecond)
-		}
-	})
+	owner := &wakingOwner{clock: newNodeClock(vc, nil), again: []time.Duration{3 * time.Millisecond}}
+	owner.clock.wakeBy(owner.nextWake)
+	other := newNodeClock(vc, nil)
+	var otherAt []time.Duration
 	var once *clock.Timer
 	once = other.AfterFunc(7*time.Millisecond, func() {
 		otherAt = append(otherAt, vc.Now().Sub(epoch))
@@ -114,29 +142,75 @@ func TestResettableTimersArePolled(t *testing.T) {
 			fn()
 		}
 	}
-	run(100 * time.Millisecond)
-	if len(otherAt) != 1 || otherAt[0] != 7*time.Millisecond {
-		t.Errorf("the other timer ran at %v, want once at 7ms", otherAt)
-	}
-	// Polls run every PollEvery from the first AfterFunc, at 1ms, 2ms, ...;
-	// a poll runs an armed timer whether it is due or not (the scheduler
-	// only re-arms then), so the first poll runs it at 1ms, before its
-	// time; it re-arms at 1ms+5.3ms, found by the poll at 2ms, and so on.
-	if len(schedAt) != 3 {
-		t.Fatalf("the scheduler's timer ran at %v, want three times", schedAt)
-	}
-	for i, at := range schedAt {
-		if at != time.Duration(i+1)*PollEvery {
-			t.Errorf("run %d at %v, want %v (each poll finds it armed)", i, at, time.Duration(i+1)*PollEvery)
+	var due []time.Duration
+	vc.woke = func(n *nodeClock) {
+		if n != owner.clock {
+			t.Errorf("woke %p, want the owner's clock", n)
 		}
+		if !owner.armed || owner.due.After(vc.Now()) {
+			t.Errorf("the timer ran at %v, due at %v (armed %v)", vc.Now().Sub(epoch), owner.due.Sub(epoch), owner.armed)
+		}
+		due = append(due, owner.due.Sub(epoch))
 	}
-	vc.retire(sched)
-	timer.Reset(time.Millisecond)
+
+	owner.arm(10 * time.Millisecond)
+	// At 2ms an event moves the timer earlier, to 6ms; at 4ms another
+	// re-arms it later, which a scheduler never does while armed, but
+	// the clock follows NextWake whatever it says.
+	vc.at(2*time.Millisecond, func() { owner.arm(4 * time.Millisecond) })
+	run(5 * time.Millisecond)
+	if len(owner.ran) != 0 {
+		t.Fatalf("ran at %v before it was due", owner.ran)
+	}
+	run(100 * time.Millisecond)
+	// Due at 6ms: it runs then (not at 10ms) and re-arms for 9ms.
+	if want := []time.Duration{6 * time.Millisecond, 9 * time.Millisecond}; !slices.Equal(owner.ran, want) {
+		t.Errorf("the owner's timer ran at %v, want %v", owner.ran, want)
+	}
+	if !slices.Equal(due, owner.ran) {
+		t.Errorf("due at %v when it ran at %v", due, owner.ran)
+	}
+	if len(otherAt) != 1 || otherAt[0] != 7*time.Millisecond {
+		t.Errorf("the plain timer ran at %v, want once at 7ms", otherAt)
+	}
+
+	// Armed, then disarmed (as Stop does, without reading the clock) and
+	// read again: nothing runs.
+	owner.arm(time.Millisecond)
+	owner.armed = false
+	owner.clock.Now()
 	run(200 * time.Millisecond)
-	if len(schedAt) != 3 {
-		t.Errorf("a retired node's timer ran again: %v", schedAt)
+	// Armed, at 109ms, for a time already past: it runs at once.
+	if now := vc.Now().Sub(epoch); now != 9*time.Millisecond {
+		t.Fatalf("the time moved to %v with nothing to run", now)
+	}
+	vc.at(100*time.Millisecond, func() { owner.due, owner.armed = owner.clock.Now().Add(-time.Second), true })
+	run(300 * time.Millisecond)
+	if want := []time.Duration{6 * time.Millisecond, 9 * time.Millisecond, 109 * time.Millisecond}; !slices.Equal(owner.ran, want) {
+		t.Errorf("the owner's timer ran at %v, want %v", owner.ran, want)
+	}
+
+	owner.arm(time.Millisecond)
+	vc.retire(owner.clock)
+	owner.arm(time.Millisecond)
+	run(400 * time.Millisecond)
+	if len(owner.ran) != 3 {
+		t.Errorf("a retired node's timer ran again: %v", owner.ran)
 	}
 	if vc.pending() != 0 {
-		t.Errorf("%d entries left: polling goes on with nothing to poll", vc.pending())
+		t.Errorf("%d entries left", vc.pending())
 	}
+}
+
+// TestWakingClockRefusesASecondTimer: a waking clock runs one timer; a
+// second AfterFunc would go unseen, so it panics.
+func TestWakingClockRefusesASecondTimer(t *testing.T) {
+	c := newNodeClock(newVirtualClock(), func() (time.Time, bool) { return time.Time{}, false })
+	c.AfterFunc(time.Second, func() {})
+	defer func() {
+		if recover() == nil {
+			t.Error("a second AfterFunc did not panic")
+		}
+	}()
+	c.AfterFunc(time.Second, func() {})
 }

@@ -28,9 +28,10 @@
 // same Result, to the nanosecond; only wall time differs.
 //
 // The clock supports what the scheduler and fetch use: Now, AfterFunc
-// (a scheduler's timers, which it Resets, are polled every PollEvery of
-// virtual time; see clock.go) and Ticker, whose tickers never tick. So a fetch's Progress and stall check do not run; a fetch
-// that cannot finish runs until Config.TimeLimit and is reported
+// (a scheduler's one timer, which it re-arms with Reset, runs when the
+// scheduler's NextWake says it is due; see clock.go) and Ticker, whose
+// tickers never tick. So a fetch's Progress and stall check do not run;
+// a fetch that cannot finish runs until Config.TimeLimit and is reported
 // incomplete.
 //
 // # Memory
@@ -38,6 +39,7 @@
 // Ledger nodes are immutable and named by their hash, so the whole
 // simulation shares one copy of the ledger, and each node keeps only a
 // bitset of the nodes it holds. What a fetching node costs beyond that is
-// its scheduler and its fetch's bookkeeping, freed when it completes.
-// Ten thousand nodes fit in a few gigabytes.
+// its scheduler and its fetch's bookkeeping, freed when it completes:
+// about 55 kB at the peak for ledger 40000. Ten thousand nodes fit in
+// 1.2 GB (cmd/overlaysim collects at GOGC 40 to keep them there).
 package overlay

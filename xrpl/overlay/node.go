@@ -42,7 +42,7 @@ type node struct {
 	host       fetch.Host
 	sched      *scheduler.Scheduler  // nil for the peer set and rippled
 	clock      *nodeClock            // the fetch's
-	schedClock *nodeClock            // its scheduler's, whose timers are polled
+	schedClock *nodeClock            // its scheduler's, which wakes it by its NextWake
 	connect    func(peer.Peer) error // connects a neighbour's link to its host
 	cancel     context.CancelFunc
 	ran        chan struct{} // closed when its fetch has returned

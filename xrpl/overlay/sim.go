@@ -138,10 +138,10 @@ func (s *simulation) start() error {
 // waits (or has returned).
 func (s *simulation) startFetch(n *node) error {
 	// The fetch and its scheduler read one time through two views of the
-	// clock: a scheduler re-arms its timer with Reset, so the clock must
-	// poll its timers, while the fetch's own timers (the peer set's, the
-	// penalty judge's wake) must fire only at their time.
-	n.clock, n.schedClock = newNodeClock(s.clock, false), newNodeClock(s.clock, true)
+	// clock: a scheduler re-arms its timer with Reset, so its clock wakes
+	// it by its NextWake, while the fetch's own timers (the peer set's,
+	// the penalty judge's wake) are plain timers.
+	n.clock, n.schedClock = newNodeClock(s.clock, nil), newNodeClock(s.clock, nil)
 	seed := rankSeed(s.cfg.Seed, n.index)
 	cfg := fetch.Config{
 		Root:     s.cfg.Ledger.Root(),
@@ -163,6 +163,7 @@ func (s *simulation) startFetch(n *node) error {
 			return fmt.Errorf("overlay: node %s: %w", n.id, err)
 		}
 		n.sched, n.host = sched, sched
+		n.schedClock.wakeBy(sched.NextWake)
 		run = func(ctx context.Context) (fetch.Report, error) { return fetch.Run(ctx, sched, cfg) }
 		if s.strategy == Adaptive {
 			connect = func(p peer.Peer) error { return sched.ConnectWith(p, peer.Options{}) }
@@ -273,7 +274,7 @@ func (s *simulation) finish(n *node) {
 	if n.sched != nil {
 		n.sched.Stop()
 	}
-	s.clock.retire(n.schedClock) // n.clock's timers are never polled
+	s.clock.retire(n.schedClock) // n.clock's timers are plain ones
 	n.host, n.sched = nil, nil   // its fetch's state can go
 	s.progress()
 }

@@ -29,7 +29,10 @@ import (
 	"github.com/peersched/peersched/xrpl/overlay"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	tuneGC(os.Getenv)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
 
 // Exit codes.
 const (
