@@ -29,7 +29,7 @@ func BenchmarkPeek(b *testing.B) {
 	if len(keys) == 0 {
 		b.Fatalf("%s holds no nodes", dir)
 	}
-	for _, cache := range []int64{DefaultCacheBytes, 64 << 20} {
+	for _, cache := range []int64{DefaultCacheBytes, 16 << 20, 32 << 20, 64 << 20, 128 << 20} {
 		b.Run(fmt.Sprintf("cache=%dMiB", cache>>20), func(b *testing.B) {
 			s, err := OpenWith(dir, Options{CacheBytes: cache})
 			if err != nil {
