@@ -66,18 +66,19 @@ type servedStore struct {
 // receives (pebblestore.Store.Peek).
 func (s servedStore) Get(h ledger.Hash) ([]byte, bool) { return s.Peek(h) }
 
-// openServed opens the store in dir for serving, with a block cache of
-// cacheBytes, or 0 for one sized to the store's index (autoCacheBytes),
-// which it reports on log. If dir holds a complete store, it is reused;
-// want (the source the flags name) must then match it, unless explicit is
-// false (no source flag was given: serve what is there). Otherwise the
-// store is built from want, reporting its progress and cost on log.
+// openServed opens the store in dir for serving, keeping every file of
+// the store open (servedOpenFiles), with a block cache of cacheBytes, or 0
+// for one sized to the store's index (autoCacheBytes); it reports both on
+// log. If dir holds a complete store, it is reused; want (the source the
+// flags name) must then match it, unless explicit is false (no source flag
+// was given: serve what is there). Otherwise the store is built from want,
+// reporting its progress and cost on log.
 func openServed(ctx context.Context, dir string, cacheBytes int64, want storeMeta, explicit bool, log io.Writer) (*servedStore, error) {
 	s, err := openOrBuild(ctx, dir, want, explicit, log)
 	if err != nil {
 		return nil, err
 	}
-	index, err := s.IndexBytes()
+	files, index, err := s.Tables()
 	if err != nil {
 		_ = s.Close()
 		return nil, err
@@ -85,19 +86,35 @@ func openServed(ctx context.Context, dir string, cacheBytes int64, want storeMet
 	if cacheBytes == 0 {
 		cacheBytes = autoCacheBytes(index)
 	}
-	fmt.Fprintf(log, "ledgerpeer: a block cache of %d MiB for the store's %.1f MiB of index\n", cacheBytes>>20, float64(index)/(1<<20))
-	if cacheBytes == pebblestore.DefaultCacheBytes {
-		return s, nil
-	}
-	// The cache's size is set as the store opens.
+	open := servedOpenFiles(files, fileLimit())
+	fmt.Fprintf(log, "ledgerpeer: a block cache of %d MiB for the store's %.1f MiB of index, and %d of its %d files open\n", cacheBytes>>20, float64(index)/(1<<20), open, files)
+	// The cache's size and the files kept open are set as the store
+	// opens.
 	if err := s.Close(); err != nil {
 		return nil, err
 	}
-	reopened, err := pebblestore.OpenWith(filepath.Join(dir, nodesDir), pebblestore.Options{CacheBytes: cacheBytes})
+	reopened, err := pebblestore.OpenWith(filepath.Join(dir, nodesDir), pebblestore.Options{CacheBytes: cacheBytes, OpenFiles: open})
 	if err != nil {
 		return nil, err
 	}
 	return &servedStore{Store: reopened, meta: s.meta}, nil
+}
+
+// servedOpenFiles is how many of a served store's files it keeps open:
+// all of them and a margin for the files the store itself writes, as long
+// as that leaves room under the process's limit (limit, 0 if unknown) for
+// the connections it serves (tcpnet.DefaultMaxConns of them by default),
+// and never fewer than Pebble's default. A file not kept open is opened,
+// its footer, properties and index read, and another closed, for a lookup:
+// the 19M store's 2,085 files against Pebble's 1,000 cost the peers about
+// half their CPU a node.
+func servedOpenFiles(files int, limit uint64) int {
+	const margin, pebbleDefault, reserve = 64, 1000, 1024
+	n := max(files+margin, pebbleDefault)
+	if limit > 0 && uint64(n)+reserve > limit {
+		n = max(int(min(limit, 1<<30))-reserve, pebbleDefault)
+	}
+	return n
 }
 
 // maxAutoCacheBytes caps autoCacheBytes: with the peers' process at 65 to

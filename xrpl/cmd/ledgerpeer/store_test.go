@@ -285,8 +285,8 @@ func TestStoreCache(t *testing.T) {
 		args []string
 		said string // in stderr
 	}{
-		{nil, "ledgerpeer: a block cache of 8 MiB for the store's 0.0 MiB of index"},
-		{[]string{"-cache", "24"}, "ledgerpeer: a block cache of 24 MiB for the store's 0.0 MiB of index"},
+		{nil, "ledgerpeer: a block cache of 8 MiB for the store's 0.0 MiB of index, and 1000 of its "},
+		{[]string{"-cache", "24"}, "ledgerpeer: a block cache of 24 MiB for the store's 0.0 MiB of index, and 1000 of its "},
 	} {
 		p := startPeer(t, append([]string{"-store", dir, "-objects", "300", "-listen", "127.0.0.1:0"}, c.args...)...)
 		if !strings.Contains(p.stderr.String(), c.said) {
@@ -315,6 +315,29 @@ func TestAutoCacheBytes(t *testing.T) {
 	} {
 		if got := autoCacheBytes(c.index); got != c.want {
 			t.Errorf("autoCacheBytes(%d) = %d, want %d", c.index, got, c.want)
+		}
+	}
+}
+
+// TestServedOpenFiles: a served store keeps all its files open and a
+// margin, never fewer than Pebble's default, within what the process's
+// limit leaves for its connections.
+func TestServedOpenFiles(t *testing.T) {
+	for _, c := range []struct {
+		files int
+		limit uint64
+		want  int
+	}{
+		{0, 0, 1000},
+		{435, 20_000, 1000},       // the 4M store
+		{2085, 20_000, 2149},      // the 19M store
+		{2085, 0, 2149},           // no limit known
+		{2085, 2048, 1024},        // the limit leaves room for 1,024 connections
+		{2085, 1024, 1000},        // never below Pebble's default
+		{50_000, 1 << 40, 50_064}, // a limit beyond any count
+	} {
+		if got := servedOpenFiles(c.files, c.limit); got != c.want {
+			t.Errorf("servedOpenFiles(%d, %d) = %d, want %d", c.files, c.limit, got, c.want)
 		}
 	}
 }

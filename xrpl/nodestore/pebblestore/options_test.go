@@ -48,15 +48,18 @@ func TestCacheBytes(t *testing.T) {
 	if _, err := OpenWith(t.TempDir(), Options{CacheBytes: -1}); err == nil || !strings.Contains(err.Error(), "a cache of -1 bytes") {
 		t.Errorf("a cache of -1 bytes: %v", err)
 	}
+	if _, err := OpenWith(t.TempDir(), Options{OpenFiles: -1}); err == nil || !strings.Contains(err.Error(), "-1 open files") {
+		t.Errorf("-1 open files: %v", err)
+	}
 }
 
-// TestIndexBytes: an empty store has no index; a store's index grows with
-// its nodes, a few percent of them.
-func TestIndexBytes(t *testing.T) {
+// TestTables: an empty store has no files and no index; a store's index
+// grows with its nodes, a few percent of them.
+func TestTables(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
-	if n, err := s.IndexBytes(); n != 0 || err != nil {
-		t.Fatalf("empty store: %d bytes of index (%v)", n, err)
+	if files, n, err := s.Tables(); files != 0 || n != 0 || err != nil {
+		t.Fatalf("empty store: %d files, %d bytes of index (%v)", files, n, err)
 	}
 	nodes := shuffledNodes(t, 20_000)
 	size := 0
@@ -69,8 +72,8 @@ func TestIndexBytes(t *testing.T) {
 	if err := s.db.Flush(); err != nil { // out of the memtable, into a file
 		t.Fatal(err)
 	}
-	n, err := s.IndexBytes()
-	if err != nil || n < int64(size)/400 || n > int64(size)/20 {
-		t.Fatalf("%d bytes of nodes: %d bytes of index (%v), want 0.25%% to 5%%", size, n, err)
+	files, n, err := s.Tables()
+	if err != nil || files < 1 || n < int64(size)/400 || n > int64(size)/20 {
+		t.Fatalf("%d bytes of nodes flushed: %d files, %d bytes of index (%v), want files and 0.25%% to 5%%", size, files, n, err)
 	}
 }

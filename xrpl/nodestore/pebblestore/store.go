@@ -78,6 +78,12 @@ type Options struct {
 	// blocks the cache lacks reads them from the file and checks their
 	// checksums.
 	CacheBytes int64
+	// OpenFiles is how many of its files the store keeps open, each with
+	// its reader (its footer, properties and the top of its index); 0
+	// means Pebble's default, 1,000. A lookup in a file not open opens it,
+	// reads those, and closes another: a store served from at random
+	// should keep every file open (Store.Tables counts them).
+	OpenFiles int
 }
 
 // Open opens the store in dir with the zero Options, creating dir and an
@@ -87,8 +93,8 @@ func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
 // OpenWith opens the store in dir as o says, creating dir and an empty
 // store if there is none.
 func OpenWith(dir string, o Options) (*Store, error) {
-	if o.CacheBytes < 0 {
-		return nil, fmt.Errorf("pebblestore: a cache of %d bytes", o.CacheBytes)
+	if o.CacheBytes < 0 || o.OpenFiles < 0 {
+		return nil, fmt.Errorf("pebblestore: a cache of %d bytes, %d open files", o.CacheBytes, o.OpenFiles)
 	}
 	cacheBytes := o.CacheBytes
 	if cacheBytes == 0 {
@@ -99,7 +105,7 @@ func OpenWith(dir string, o Options) (*Store, error) {
 	// The plain file system, not Pebble's default wrapper around it that
 	// watches for slow disks from a goroutine of its own, which a failed
 	// Open leaves running.
-	opts := &pebble.Options{Cache: cache, FS: vfs.Default, Logger: quiet{}, MemTableSize: memTableBytes}
+	opts := &pebble.Options{Cache: cache, FS: vfs.Default, Logger: quiet{}, MemTableSize: memTableBytes, MaxOpenFiles: o.OpenFiles}
 	// No merges but Compact's (see the package's doc), and so no limit on
 	// the files level 0 may hold before Pebble stops writes to let merges
 	// catch up: none would.
@@ -184,25 +190,26 @@ func (s *Store) Compact(ctx context.Context) error {
 // it excludes.
 var afterEveryHash = bytes.Repeat([]byte{0xff}, len(ledger.Hash{})+1)
 
-// IndexBytes returns the size of the index blocks of the store's files:
-// what a block cache must hold, besides the blocks it churns through, for
-// a lookup to read from the files only the data block it needs. A lookup
-// whose index block the cache lacks reads that too: twice the reads. It
-// reads each file's properties.
-func (s *Store) IndexBytes() (int64, error) {
+// Tables returns how many files the store's nodes are in, and the size of
+// their index blocks: what a served store should keep open (see
+// Options.OpenFiles), and what its block cache must hold, besides the
+// blocks it churns through, for a lookup to read from the files only the
+// data block it needs (one whose index block the cache lacks reads that
+// too: twice the reads). It reads each file's properties.
+func (s *Store) Tables() (files int, indexBytes int64, err error) {
 	levels, err := s.db.SSTables(pebble.WithProperties())
 	if err != nil {
-		return 0, fmt.Errorf("pebblestore: %w", err)
+		return 0, 0, fmt.Errorf("pebblestore: %w", err)
 	}
-	var n int64
 	for _, tables := range levels {
 		for _, t := range tables {
+			files++
 			if t.Properties != nil {
-				n += int64(t.Properties.IndexSize)
+				indexBytes += int64(t.Properties.IndexSize)
 			}
 		}
 	}
-	return n, nil
+	return files, indexBytes, nil
 }
 
 // Count returns how many values the store holds, whether or not they are
