@@ -106,8 +106,9 @@ func openServed(ctx context.Context, dir string, cacheBytes int64, want storeMet
 // the connections it serves (tcpnet.DefaultMaxConns of them by default),
 // and never fewer than Pebble's default. A file not kept open is opened,
 // its footer, properties and index read, and another closed, for a lookup:
-// the 19M store's 2,085 files against Pebble's 1,000 cost the peers about
-// half their CPU a node.
+// BenchmarkPeek on the 4M store (435 files) with 200 open took 27 µs a
+// lookup against 7 µs with all open, and the 19M store has 2,085 files,
+// against Pebble's 1,000.
 func servedOpenFiles(files int, limit uint64) int {
 	const margin, pebbleDefault, reserve = 64, 1000, 1024
 	n := max(files+margin, pebbleDefault)
