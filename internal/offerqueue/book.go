@@ -29,6 +29,9 @@ type Book struct {
 	used       []bool
 	size       int
 	claims     int // sends begun through the current offer and not undone
+	// lister fills in the current offer's channels after the first when
+	// they are listed lazily (see Lister); nil if they never are.
+	lister Lister
 
 	// undecided holds a record for the current offer and for every closed
 	// offer with sends still in progress; usually one entry, never many.
@@ -44,6 +47,35 @@ type offerRecord struct {
 	sent       bool // a send through this offer succeeded: the sender has left
 	closed     bool // the offer's OnOffer has returned
 	discard    bool // the scheduler stopped: discard the sender unless it sends
+}
+
+// Lister is the pool seen by a Book whose offers' channels after the first
+// may be listed lazily (peerpool.Pool.BestDeferred): the book has them
+// filled in before it reads past the first, and forgotten once no one can
+// read them.
+type Lister interface {
+	FillListing()
+	ForgetListing()
+}
+
+// SetLister makes l the pool that fills in the offers' lazily listed
+// channels.
+func (b *Book) SetLister(l Lister) { b.lister = l }
+
+// fillListing has the lister fill in the current offer's channels after
+// the first.
+func (b *Book) fillListing() {
+	if b.lister != nil {
+		b.lister.FillListing()
+	}
+}
+
+// forgetListing tells the lister that the current offer's channels will
+// not be read again.
+func (b *Book) forgetListing() {
+	if b.lister != nil {
+		b.lister.ForgetListing()
+	}
 }
 
 // Exit says what the scheduler must do with an offered sender after a step
@@ -96,7 +128,8 @@ func (b *Book) Open(ticket Ticket, snd Sender, choices []peerpool.Choice, size i
 // Listing returns the book's own list of channels, emptied, for the caller
 // to list the next offer's channels into and pass to OpenListed: an offer
 // then costs no copy of its channels. It may be called only while no offer
-// is open, and the list is the book's again once passed to OpenListed.
+// is open, and the list is the book's again once passed to OpenListed. The
+// channels after the first may be listed lazily, by the book's Lister.
 func (b *Book) Listing() []peerpool.Choice { return b.channels[:0] }
 
 // OpenListed is Open for choices listed into what Listing returned, which
@@ -125,6 +158,7 @@ func (b *Book) OpenListed(ticket Ticket, snd Sender, choices []peerpool.Choice, 
 func (b *Book) Close(generation uint64) Decision {
 	if generation == b.generation {
 		b.live = false
+		b.forgetListing()
 	}
 	i := b.find(generation)
 	if i < 0 {
@@ -143,7 +177,10 @@ func (b *Book) Close(generation uint64) Decision {
 
 // Expire makes the open offer refuse every later send, as if its OnOffer had
 // returned, while its record stays until the call really returns.
-func (b *Book) Expire() { b.expired = true }
+func (b *Book) Expire() {
+	b.expired = true
+	b.forgetListing()
+}
 
 // Live reports whether an offer's OnOffer call is running, and for which sender.
 func (b *Book) Live() (Ticket, bool) {
@@ -191,6 +228,9 @@ func (b *Book) Channel(generation uint64, i int) (peerpool.Choice, bool) {
 	if !b.current(generation) || i < 0 || i >= len(b.channels) {
 		return peerpool.Choice{}, false
 	}
+	if i > 0 {
+		b.fillListing()
+	}
 	return b.channels[i], true
 }
 
@@ -200,6 +240,7 @@ func (b *Book) Channels(generation uint64, dst []peerpool.Choice) []peerpool.Cho
 	if !b.current(generation) {
 		return dst
 	}
+	b.fillListing()
 	return append(dst, b.channels...)
 }
 
@@ -216,6 +257,9 @@ func (b *Book) Claim(generation uint64, i int) (peerpool.Choice, error) {
 		return peerpool.Choice{}, offer.ErrChannelUsed
 	case b.claims >= b.size:
 		return peerpool.Choice{}, offer.ErrSizeExceeded
+	}
+	if i > 0 {
+		b.fillListing()
 	}
 	b.used[i] = true
 	b.claims++
