@@ -14,7 +14,8 @@ import (
 // are those open when it was made, in the order and with the loads and
 // response times of then, however late the sender reads them: after its
 // own send on the first channel, and after a response that reopens a
-// channel and moves a peer's response time. (The scheduler ranks an
+// channel and moves a peer's response time; and that a send on the second
+// channel, unread, goes to the peer listed second then. (The scheduler ranks an
 // offer's channels after the first only when they are read; see
 // peerpool.Pool.BestDeferred.) Two schedulers in one state make the same
 // offer: in one the sender reads the list first, in the other last.
@@ -22,6 +23,7 @@ func TestOfferListsWhatWasOpenWhenItWasMade(t *testing.T) {
 	type seen struct {
 		channels []offer.Channel
 		len      int
+		second   peer.ID // the peer a send on the second channel went to
 	}
 	run := func(readFirst bool) seen {
 		var got seen
@@ -51,9 +53,13 @@ func TestOfferListsWhatWasOpenWhenItWasMade(t *testing.T) {
 				}
 				_, err := o.Request(0, "probe", out, time.Minute)
 				require.NoError(t, err)
+				// A send on the second channel, before reading it.
+				id, err := o.Request(1, "probe", out, time.Minute)
+				require.NoError(t, err)
+				got.second = w.requestPeer(id)
 				c, ok := o.Channel(0)
 				require.True(t, ok)
-				// A response from a peer the probe did not send to: its
+				// A response from a peer the probe did not send to first: its
 				// channel reopens and its response time is sampled.
 				for _, id := range ids {
 					if from := w.requestPeer(id); from != c.Peer {
@@ -74,6 +80,7 @@ func TestOfferListsWhatWasOpenWhenItWasMade(t *testing.T) {
 	want, got := run(true), run(false)
 	require.Equal(t, 8, want.len)
 	require.Len(t, want.channels, 8)
+	require.Equal(t, want.channels[1].Peer, want.second)
 	require.Equal(t, want, got)
 }
 

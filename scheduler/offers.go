@@ -191,6 +191,9 @@ func (s *Scheduler) claim(generation uint64, i int) (peerpool.Choice, peer.Peer,
 		s.offersMu.Unlock()
 		return peerpool.Choice{}, nil, ErrStopped
 	}
+	if i > 0 {
+		s.book.FillListing() // the channel may be owed (see Book.Claim)
+	}
 	ch, err := s.book.Claim(generation, i)
 	if err != nil {
 		s.offersMu.Unlock()

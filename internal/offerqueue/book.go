@@ -32,6 +32,9 @@ type Book struct {
 	// lister fills in the current offer's channels after the first when
 	// they are listed lazily (see Lister); nil if they never are.
 	lister Lister
+	// owes is set while the lister may owe the current offer's channels
+	// after the first: it lists more than one, and none has been read.
+	owes bool
 
 	// undecided holds a record for the current offer and for every closed
 	// offer with sends still in progress; usually one entry, never many.
@@ -62,10 +65,12 @@ type Lister interface {
 // channels.
 func (b *Book) SetLister(l Lister) { b.lister = l }
 
-// fillListing has the lister fill in the current offer's channels after
-// the first.
-func (b *Book) fillListing() {
-	if b.lister != nil {
+// FillListing has the lister fill in the current offer's channels after
+// the first, if it owes them. Claim leaves it to its caller, to stay small
+// enough to inline on every send's path.
+func (b *Book) FillListing() {
+	if b.owes {
+		b.owes = false
 		b.lister.FillListing()
 	}
 }
@@ -73,7 +78,8 @@ func (b *Book) fillListing() {
 // forgetListing tells the lister that the current offer's channels will
 // not be read again.
 func (b *Book) forgetListing() {
-	if b.lister != nil {
+	if b.owes {
+		b.owes = false
 		b.lister.ForgetListing()
 	}
 }
@@ -139,6 +145,7 @@ func (b *Book) OpenListed(ticket Ticket, snd Sender, choices []peerpool.Choice, 
 	b.live, b.expired = true, false
 	b.channels = choices
 	n := len(choices)
+	b.owes = b.lister != nil && n > 1
 	if cap(b.used) < n {
 		b.used = make([]bool, n)
 	}
@@ -229,7 +236,7 @@ func (b *Book) Channel(generation uint64, i int) (peerpool.Choice, bool) {
 		return peerpool.Choice{}, false
 	}
 	if i > 0 {
-		b.fillListing()
+		b.FillListing()
 	}
 	return b.channels[i], true
 }
@@ -240,13 +247,14 @@ func (b *Book) Channels(generation uint64, dst []peerpool.Choice) []peerpool.Cho
 	if !b.current(generation) {
 		return dst
 	}
-	b.fillListing()
+	b.FillListing()
 	return append(dst, b.channels...)
 }
 
 // Claim checks that the sender may send on the i-th channel of the offer named
 // generation and, if so, records a send in progress; the caller must report
-// how it ended with Finish. On error it changes nothing.
+// how it ended with Finish. On error it changes nothing. For i > 0 the
+// caller calls FillListing first: the channel it returns may be owed.
 func (b *Book) Claim(generation uint64, i int) (peerpool.Choice, error) {
 	switch {
 	case !b.current(generation):
@@ -257,9 +265,6 @@ func (b *Book) Claim(generation uint64, i int) (peerpool.Choice, error) {
 		return peerpool.Choice{}, offer.ErrChannelUsed
 	case b.claims >= b.size:
 		return peerpool.Choice{}, offer.ErrSizeExceeded
-	}
-	if i > 0 {
-		b.fillListing()
 	}
 	b.used[i] = true
 	b.claims++

@@ -18,8 +18,9 @@ import "slices"
 
 // owedListing is a listing whose channels after the first are owed.
 type owedListing struct {
-	list []Choice // list[0] is filled; list[1:] are owed
-	// closed is set once a Close was recorded, and undo describes it.
+	list []Choice // list[0] is filled; list[1:] are owed; nil if none is
+	// closed is set once a Close was recorded, and undo describes it;
+	// both mean nothing while list is nil.
 	closed bool
 	undo   closeRecord
 }
@@ -42,7 +43,7 @@ type closeRecord struct {
 // FillListing or ForgetListing. Only one listing is owed at a time:
 // another BestDeferred forgets the one before.
 func (pl *Pool) BestDeferred(dst []Choice, max int) []Choice {
-	pl.ForgetListing()
+	pl.owed.list = nil
 	if max <= 0 || max > pl.open {
 		max = pl.open
 	}
@@ -54,7 +55,7 @@ func (pl *Pool) BestDeferred(dst []Choice, max int) []Choice {
 	// The best channel is the first of the peer at the order's root.
 	pl.fill(&dst[0], pl.order[0])
 	if max > 1 {
-		pl.owed = owedListing{list: dst}
+		pl.owed.list, pl.owed.closed = dst, false
 	}
 	return dst
 }
@@ -65,23 +66,23 @@ func (pl *Pool) FillListing() {
 	if pl.owed.list == nil {
 		return
 	}
-	owed := pl.owed
-	pl.owed = owedListing{}
-	if owed.closed {
-		pl.undoClose(&owed.undo)
+	list, closed := pl.owed.list, pl.owed.closed
+	pl.owed.list = nil
+	if closed {
+		pl.undoClose(&pl.owed.undo)
 	}
-	filled := pl.BestOf(owed.list[:0], len(owed.list), nil, nil)
-	if owed.closed {
-		pl.redoClose(&owed.undo)
+	filled := pl.BestOf(list[:0], len(list), nil, nil)
+	if closed {
+		pl.redoClose(&pl.owed.undo)
 	}
-	if len(filled) != len(owed.list) || &filled[0] != &owed.list[0] {
+	if len(filled) != len(list) || &filled[0] != &list[0] {
 		panic("peerpool: an owed listing filled to another length or array")
 	}
 }
 
 // ForgetListing drops an owed listing without filling it in: no one will
 // read its channels past the first.
-func (pl *Pool) ForgetListing() { pl.owed = owedListing{} }
+func (pl *Pool) ForgetListing() { pl.owed.list = nil }
 
 // settle fills in an owed listing before a change to the pool.
 func (pl *Pool) settle() {
@@ -90,13 +91,10 @@ func (pl *Pool) settle() {
 	}
 }
 
-// recordClose notes, for an owed listing, that the peer in slot, whose
+// recordClose notes, for the owed listing, that the peer in slot, whose
 // record is r, is about to be closed by Close: only one Close is
 // recorded; before another, the listing is filled in.
 func (pl *Pool) recordClose(slot int32, r *record) {
-	if pl.owed.list == nil {
-		return
-	}
 	if pl.owed.closed {
 		pl.FillListing()
 		return

@@ -216,7 +216,9 @@ func (pl *Pool) Close(ref Ref) (inFlight int) {
 	if r == nil || r.open() == 0 {
 		return 0
 	}
-	pl.recordClose(ref.slot, r)
+	if pl.owed.list != nil {
+		pl.recordClose(ref.slot, r)
+	}
 	r.closed++
 	if r.allowance != unpaced {
 		r.allowance-- // both terms of open fall by one: so does open
