@@ -41,11 +41,15 @@ type Config struct {
 	// fails with receiver.ErrTooManyRequests. 0 means DefaultMaxRequests.
 	MaxRequests int
 	// MaxOfferChannels caps how many channels one offer lists (N), the
-	// best first. 0 means DefaultMaxOfferChannels. An offer costs more the
-	// more channels it lists; a sender alone in the queue that wants more
-	// channels than one offer shows schedules itself again and closes them
-	// over successive offers. To list every open channel, set it to
-	// math.MaxInt.
+	// best first. 0 means DefaultMaxOfferChannels. An offer's list is the
+	// one of the moment it is made, but the scheduler ranks the channels
+	// after the first only when its sender reads past the first (Channel,
+	// All, or a send on another), so an offer whose sender uses its first
+	// channel costs the same whatever the cap; one whose sender reads on
+	// costs more the more channels it lists. A sender alone in the queue
+	// that wants more channels than one offer shows schedules itself again
+	// and closes them over successive offers. To list every open channel,
+	// set it to math.MaxInt.
 	MaxOfferChannels int
 	// PassOverLimit bounds how long a lower priority waits while higher ones
 	// keep senders waiting: after a priority level with waiting senders has

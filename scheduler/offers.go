@@ -92,8 +92,16 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.queue.Len() == 1 {
 		size = min(s.pool.Open(), room)
 	}
-	// The channels are listed into the book's own list: no copy.
-	choices := s.pool.BestOf(s.book.Listing(), s.maxOffer, c.Only, c.Avoid)
+	// The channels are listed into the book's own list: no copy. Without
+	// wants, only the first is ranked now: the book has the pool fill in
+	// the rest, as they are now, if the sender reads past the first (see
+	// peerpool.Pool.BestDeferred).
+	var choices []peerpool.Choice
+	if len(c.Only) == 0 && len(c.Avoid) == 0 {
+		choices = s.pool.BestDeferred(s.book.Listing(), s.maxOffer)
+	} else {
+		choices = s.pool.BestOf(s.book.Listing(), s.maxOffer, c.Only, c.Avoid)
+	}
 	s.queue.OfferedChosen(c)
 	return c.Sender, s.book.OpenListed(c.Ticket, c.Sender, choices, size), true
 }
@@ -182,6 +190,9 @@ func (s *Scheduler) claim(generation uint64, i int) (peerpool.Choice, peer.Peer,
 	if s.stopped {
 		s.offersMu.Unlock()
 		return peerpool.Choice{}, nil, ErrStopped
+	}
+	if i > 0 {
+		s.book.FillListing() // the channel may be owed (see Book.Claim)
 	}
 	ch, err := s.book.Claim(generation, i)
 	if err != nil {

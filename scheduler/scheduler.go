@@ -186,6 +186,7 @@ func New(cfg Config) (*Scheduler, error) {
 	}
 	s.pool.SetRankSeed(s.rankSeed)
 	s.pool.IgnoreOpened(true) // until a sender is set aside: see trackOpenedLocked
+	s.book.SetLister(&s.pool) // offers list lazily: see openOfferLocked
 	s.table.SetIDRange(cfg.RequestIDs)
 	switch {
 	case cfg.PassOverLimit == 0:

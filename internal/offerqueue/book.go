@@ -29,6 +29,12 @@ type Book struct {
 	used       []bool
 	size       int
 	claims     int // sends begun through the current offer and not undone
+	// lister fills in the current offer's channels after the first when
+	// they are listed lazily (see Lister); nil if they never are.
+	lister Lister
+	// owes is set while the lister may owe the current offer's channels
+	// after the first: it lists more than one, and none has been read.
+	owes bool
 
 	// undecided holds a record for the current offer and for every closed
 	// offer with sends still in progress; usually one entry, never many.
@@ -44,6 +50,38 @@ type offerRecord struct {
 	sent       bool // a send through this offer succeeded: the sender has left
 	closed     bool // the offer's OnOffer has returned
 	discard    bool // the scheduler stopped: discard the sender unless it sends
+}
+
+// Lister is the pool seen by a Book whose offers' channels after the first
+// may be listed lazily (peerpool.Pool.BestDeferred): the book has them
+// filled in before it reads past the first, and forgotten once no one can
+// read them.
+type Lister interface {
+	FillListing()
+	ForgetListing()
+}
+
+// SetLister makes l the pool that fills in the offers' lazily listed
+// channels.
+func (b *Book) SetLister(l Lister) { b.lister = l }
+
+// FillListing has the lister fill in the current offer's channels after
+// the first, if it owes them. Claim leaves it to its caller, to stay small
+// enough to inline on every send's path.
+func (b *Book) FillListing() {
+	if b.owes {
+		b.owes = false
+		b.lister.FillListing()
+	}
+}
+
+// forgetListing tells the lister that the current offer's channels will
+// not be read again.
+func (b *Book) forgetListing() {
+	if b.owes {
+		b.owes = false
+		b.lister.ForgetListing()
+	}
 }
 
 // Exit says what the scheduler must do with an offered sender after a step
@@ -96,7 +134,8 @@ func (b *Book) Open(ticket Ticket, snd Sender, choices []peerpool.Choice, size i
 // Listing returns the book's own list of channels, emptied, for the caller
 // to list the next offer's channels into and pass to OpenListed: an offer
 // then costs no copy of its channels. It may be called only while no offer
-// is open, and the list is the book's again once passed to OpenListed.
+// is open, and the list is the book's again once passed to OpenListed. The
+// channels after the first may be listed lazily, by the book's Lister.
 func (b *Book) Listing() []peerpool.Choice { return b.channels[:0] }
 
 // OpenListed is Open for choices listed into what Listing returned, which
@@ -106,6 +145,7 @@ func (b *Book) OpenListed(ticket Ticket, snd Sender, choices []peerpool.Choice, 
 	b.live, b.expired = true, false
 	b.channels = choices
 	n := len(choices)
+	b.owes = b.lister != nil && n > 1
 	if cap(b.used) < n {
 		b.used = make([]bool, n)
 	}
@@ -125,6 +165,7 @@ func (b *Book) OpenListed(ticket Ticket, snd Sender, choices []peerpool.Choice, 
 func (b *Book) Close(generation uint64) Decision {
 	if generation == b.generation {
 		b.live = false
+		b.forgetListing()
 	}
 	i := b.find(generation)
 	if i < 0 {
@@ -143,7 +184,10 @@ func (b *Book) Close(generation uint64) Decision {
 
 // Expire makes the open offer refuse every later send, as if its OnOffer had
 // returned, while its record stays until the call really returns.
-func (b *Book) Expire() { b.expired = true }
+func (b *Book) Expire() {
+	b.expired = true
+	b.forgetListing()
+}
 
 // Live reports whether an offer's OnOffer call is running, and for which sender.
 func (b *Book) Live() (Ticket, bool) {
@@ -191,6 +235,9 @@ func (b *Book) Channel(generation uint64, i int) (peerpool.Choice, bool) {
 	if !b.current(generation) || i < 0 || i >= len(b.channels) {
 		return peerpool.Choice{}, false
 	}
+	if i > 0 {
+		b.FillListing()
+	}
 	return b.channels[i], true
 }
 
@@ -200,12 +247,14 @@ func (b *Book) Channels(generation uint64, dst []peerpool.Choice) []peerpool.Cho
 	if !b.current(generation) {
 		return dst
 	}
+	b.FillListing()
 	return append(dst, b.channels...)
 }
 
 // Claim checks that the sender may send on the i-th channel of the offer named
 // generation and, if so, records a send in progress; the caller must report
-// how it ended with Finish. On error it changes nothing.
+// how it ended with Finish. On error it changes nothing. For i > 0 the
+// caller calls FillListing first: the channel it returns may be owed.
 func (b *Book) Claim(generation uint64, i int) (peerpool.Choice, error) {
 	switch {
 	case !b.current(generation):

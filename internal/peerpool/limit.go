@@ -83,6 +83,7 @@ func (pl *Pool) setLimit(slot int32, r *record, n int32) {
 	if n == r.limit {
 		return
 	}
+	pl.settle()
 	before := r.open()
 	r.limit = n
 	pl.reshape(slot, r, before)

@@ -73,6 +73,7 @@ type Pool struct {
 	closes  uint64            // Close calls that closed a channel, for the tie keys
 	grew    []int32           // slots of peers whose open channels grew since TakeOpened
 	ignore  bool              // IgnoreOpened: grew is not kept
+	owed    owedListing       // BestDeferred's listing, while its channels after the first are owed
 }
 
 type record struct {
@@ -137,6 +138,7 @@ func (pl *Pool) connect(p peer.Peer, id peer.ID, l limit.Limiter, channels int) 
 	if _, dup := pl.slotOf[id]; dup {
 		return Ref{}, peer.ErrAlreadyConnected
 	}
+	pl.settle()
 	if pl.slotOf == nil {
 		pl.slotOf = make(map[peer.ID]int32)
 	}
@@ -179,6 +181,7 @@ func (pl *Pool) DisconnectIf(id peer.ID, p peer.Peer) (Ref, error) {
 	if p != nil && r.peer != p {
 		return Ref{}, peer.ErrNotThatPeer
 	}
+	pl.settle()
 	ref := Ref{slot: slot, incarnation: r.incarnation}
 	if r.orderIndex >= 0 {
 		pl.removeOrder(r.orderIndex)
@@ -213,6 +216,9 @@ func (pl *Pool) Close(ref Ref) (inFlight int) {
 	if r == nil || r.open() == 0 {
 		return 0
 	}
+	if pl.owed.list != nil {
+		pl.recordClose(ref.slot, r)
+	}
 	r.closed++
 	if r.allowance != unpaced {
 		r.allowance-- // both terms of open fall by one: so does open
@@ -227,6 +233,7 @@ func (pl *Pool) Close(ref Ref) (inFlight int) {
 	} else {
 		pl.down(int(r.orderIndex))
 	}
+	pl.closeDone(r)
 	return int(r.closed)
 }
 
@@ -248,6 +255,7 @@ func (pl *Pool) Reopen(ref Ref) bool {
 // release takes one message off the peer in slot, whose record is r, and
 // reports whether its channel opened.
 func (pl *Pool) release(slot int32, r *record) bool {
+	pl.settle()
 	before := r.open()
 	r.closed--
 	pl.closed--
@@ -282,6 +290,7 @@ func (pl *Pool) SetAllowance(ref Ref, n int) bool {
 	if r == nil {
 		return false
 	}
+	pl.settle()
 	before := r.open()
 	r.allowance = int32(min(max(n, 0), peer.MaxChannelsPerPeer))
 	return pl.reshape(ref.slot, r, before)
@@ -313,6 +322,7 @@ func (pl *Pool) ObserveRTT(ref Ref, sample time.Duration) {
 
 // observeRTT is ObserveRTT for the connected peer whose record is r.
 func (pl *Pool) observeRTT(r *record, sample time.Duration) {
+	pl.settle() // Best lists every channel's response time
 	if r.rtt == 0 {
 		r.rtt = sample
 	} else {
@@ -338,6 +348,7 @@ func (pl *Pool) observeRTT(r *record, sample time.Duration) {
 // seed is 0. A scheduler sets it once, before any peer connects; later it
 // costs O(P log P) for P peers.
 func (pl *Pool) SetRankSeed(seed uint64) {
+	pl.settle()
 	pl.seed, pl.grid = seed, rttGrid(seed)
 	for _, slot := range pl.slotOf {
 		r := &pl.records[slot]
