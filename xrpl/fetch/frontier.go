@@ -15,7 +15,14 @@ import (
 // A verified hash is counted and forgotten: a ledger is a tree whose every
 // node has one parent, so a verified hash is never discovered again, and
 // remembering every hash ever seen would make the fetch's memory grow with
-// the ledger (about 80 bytes a node). What it keeps is the hashes pending.
+// the ledger (about 80 bytes a node). For the same reason a waiting hash is
+// kept only in its queue, not looked up: only the hashes asked, as many as
+// the requests in flight carry, are in a map. A map of every hash pending
+// took a sixth of the fetcher's CPU (three lookups a node, each a cache
+// miss in a map of half a million hashes, 24 MB at four million leaves,
+// which Go's maps keep at their largest). A hash discovered again while it
+// waits (never, in a tree) waits twice and is asked once: take drops a
+// hash already asked.
 //
 // Waiting hashes sit in two queues. Retries (hashes whose request failed, or
 // that came back missing or bad) go first; fresh hashes (never asked) form
@@ -28,12 +35,11 @@ import (
 // can send it elsewhere: remembering only the last one would bounce a hash
 // between two bad peers.
 type frontier struct {
-	pending  map[ledger.Hash]status // waiting or asked; verified hashes are forgotten
-	fresh    []ledger.Hash          // fresh[head:] wait, oldest first
+	asked    map[ledger.Hash]struct{} // in requests in flight
+	fresh    []ledger.Hash            // fresh[head:] wait, oldest first
 	head     int
 	retry    []ledger.Hash
 	failedAt map[ledger.Hash][]peer.ID // for hashes that failed and are not verified
-	asked    int                       // hashes in requests in flight
 	verified int
 	reused   int // subtrees taken from the base or the store instead of discovered
 }
@@ -43,28 +49,21 @@ type frontier struct {
 // around again rather than never.
 const maxFailedAt = 8
 
-type status uint8
-
-const (
-	waiting status = iota + 1
-	asked
-)
-
 func newFrontier() *frontier {
 	return &frontier{
-		pending:  make(map[ledger.Hash]status),
+		asked:    make(map[ledger.Hash]struct{}),
 		failedAt: make(map[ledger.Hash][]peer.ID),
 	}
 }
 
-// discover adds h as waiting, unless it is already pending. It reports
-// whether h was new. A hash verified before is not remembered, and would be
-// taken as new: in a tree that does not happen.
+// discover adds h as waiting, unless it is asked, and reports whether it
+// added it. A hash verified before is not remembered, and one waiting is
+// not looked for (see frontier): either would be taken as new, which in a
+// tree does not happen.
 func (f *frontier) discover(h ledger.Hash) bool {
-	if _, ok := f.pending[h]; ok {
+	if _, ok := f.asked[h]; ok {
 		return false
 	}
-	f.pending[h] = waiting
 	f.fresh = append(f.fresh, h)
 	return true
 }
@@ -74,7 +73,9 @@ func (f *frontier) discover(h ledger.Hash) bool {
 // failed before; those are taken only if anyPeer is set (when nobody else is
 // going to ask for them soon). Then fresh hashes, the most recently
 // discovered ones, in the order they were discovered (siblings together).
+// A hash taken that is asked already (discovered twice) is dropped.
 func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []ledger.Hash {
+	start := len(dst)
 	if len(f.retry) > 0 {
 		keep := f.retry[:0]
 		for _, h := range f.retry {
@@ -97,10 +98,14 @@ func (f *frontier) take(dst []ledger.Hash, max int, to peer.ID, anyPeer bool) []
 			f.fresh = f.fresh[:top]
 		}
 	}
-	for _, h := range dst {
-		f.pending[h] = asked
+	taken := dst[:start]
+	for _, h := range dst[start:] {
+		if _, ok := f.asked[h]; !ok {
+			f.asked[h] = struct{}{}
+			taken = append(taken, h)
+		}
 	}
-	f.asked += len(dst)
+	dst = taken
 	if f.head == len(f.fresh) {
 		f.fresh, f.head = f.fresh[:0], 0
 	} else if f.head > 4096 && f.head*2 > len(f.fresh) {
@@ -139,7 +144,7 @@ func (f *frontier) takeSized(max int, to peer.ID, anyPeer bool) []ledger.Hash {
 func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
 	n := 0
 	for _, h := range hashes {
-		if f.pending[h] != asked {
+		if _, ok := f.asked[h]; !ok {
 			continue
 		}
 		at := f.failedAt[h]
@@ -151,8 +156,7 @@ func (f *frontier) putBack(hashes []ledger.Hash, failed peer.ID) int {
 		default:
 			f.failedAt[h] = append(at, failed)
 		}
-		f.pending[h] = waiting
-		f.asked--
+		delete(f.asked, h)
 		f.retry = append(f.retry, h)
 		n++
 	}
@@ -168,11 +172,10 @@ func (f *frontier) failedBy(h ledger.Hash, p peer.ID) bool {
 // verify marks an asked hash verified, forgetting it, and reports whether
 // it was asked.
 func (f *frontier) verify(h ledger.Hash) bool {
-	if f.pending[h] != asked {
+	if _, ok := f.asked[h]; !ok {
 		return false
 	}
-	delete(f.pending, h)
-	f.asked--
+	delete(f.asked, h)
 	f.verified++
 	delete(f.failedAt, h)
 	return true
@@ -181,8 +184,11 @@ func (f *frontier) verify(h ledger.Hash) bool {
 // waitingCount returns how many hashes wait to be asked.
 func (f *frontier) waitingCount() int { return len(f.fresh) - f.head + len(f.retry) }
 
+// pendingCount returns how many hashes wait or are asked.
+func (f *frontier) pendingCount() int { return len(f.asked) + f.waitingCount() }
+
 // known returns how many hashes have been discovered: verified or pending.
-func (f *frontier) known() int { return f.verified + len(f.pending) }
+func (f *frontier) known() int { return f.verified + f.pendingCount() }
 
 // reuse records a subtree the fetch takes from its base or its store: its
 // root is not discovered, and never asked for.
@@ -191,7 +197,7 @@ func (f *frontier) reuse() { f.reused++ }
 // complete reports whether every discovered hash is verified, and the tree
 // has begun: something was verified or taken from the base or the store.
 func (f *frontier) complete() bool {
-	return (f.verified > 0 || f.reused > 0) && len(f.pending) == 0
+	return (f.verified > 0 || f.reused > 0) && f.pendingCount() == 0
 }
 
 // wideEnough is how many fresh hashes must wait before take turns from

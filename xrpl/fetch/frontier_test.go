@@ -1,6 +1,7 @@
 package fetch
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 
@@ -19,16 +20,13 @@ func TestFrontierTakesRetriesFirstAndAvoidsFailers(t *testing.T) {
 			t.Fatalf("hash %d not new", b)
 		}
 	}
-	if f.discover(h(1)) {
-		t.Fatal("a known hash was discovered again")
-	}
 	got := f.take(nil, 2, "a", false)
 	if !slices.Equal(got, []ledger.Hash{h(4), h(5)}) {
 		t.Fatalf("took %v, want the last two discovered, in discovery order", got)
 	}
 	f.putBack(got, "a")
-	if f.waitingCount() != 5 || f.asked != 0 {
-		t.Fatalf("waiting %d, asked %d after putting back", f.waitingCount(), f.asked)
+	if f.waitingCount() != 5 || len(f.asked) != 0 {
+		t.Fatalf("waiting %d, asked %d after putting back", f.waitingCount(), len(f.asked))
 	}
 	// a failed 4 and 5: it gets fresh hashes; b gets the retries first.
 	if got := f.take(nil, 2, "a", false); !slices.Equal(got, []ledger.Hash{h(2), h(3)}) {
@@ -55,8 +53,8 @@ func TestFrontierTakesRetriesFirstAndAvoidsFailers(t *testing.T) {
 	if f.verify(h(1)) {
 		t.Fatal("verified twice")
 	}
-	if !f.complete() || f.asked != 0 || len(f.failedAt) != 0 || len(f.pending) != 0 || f.known() != 5 {
-		t.Fatalf("complete %v, asked %d, failedAt %v, pending %d, known %d", f.complete(), f.asked, f.failedAt, len(f.pending), f.known())
+	if !f.complete() || len(f.asked) != 0 || len(f.failedAt) != 0 || f.pendingCount() != 0 || f.known() != 5 {
+		t.Fatalf("complete %v, asked %d, failedAt %v, pending %d, known %d", f.complete(), len(f.asked), f.failedAt, f.pendingCount(), f.known())
 	}
 }
 
@@ -96,7 +94,7 @@ func TestFrontierStaysNarrowDepthFirst(t *testing.T) {
 				f.discover(hashOf(c))
 			}
 		}
-		most = max(most, len(f.pending))
+		most = max(most, f.pendingCount())
 	}
 	if leaves != 65536 || !f.complete() {
 		t.Fatalf("%d leaves, complete %v", leaves, f.complete())
@@ -178,6 +176,52 @@ func TestFrontierPutBackIgnoresUnasked(t *testing.T) {
 }
 
 func pid(s string) peer.ID { return peer.ID(s) }
+
+// TestFrontierAsksAHashOnce: a hash discovered twice while it waits (never,
+// in a tree) is asked once, and one discovered while asked is not added.
+func TestFrontierAsksAHashOnce(t *testing.T) {
+	f := newFrontier()
+	for _, b := range []byte{1, 2, 1} {
+		if !f.discover(h(b)) {
+			t.Fatalf("hash %d, waiting, was not added", b)
+		}
+	}
+	if got := f.take(nil, 8, "a", false); !slices.Equal(got, []ledger.Hash{h(1), h(2)}) {
+		t.Fatalf("took %v, want 1 and 2 once each", got)
+	}
+	if f.discover(h(2)) || f.pendingCount() != 2 || f.known() != 2 {
+		t.Fatalf("hash 2, asked, discovered again: pending %d, known %d", f.pendingCount(), f.known())
+	}
+	if !f.verify(h(1)) || !f.verify(h(2)) || !f.complete() {
+		t.Fatalf("verified both: complete %v, pending %d", f.complete(), f.pendingCount())
+	}
+}
+
+// TestFrontierWaitingCostsItsHash: a waiting hash costs the fetch its 32
+// bytes in the queue (up to a quarter more, as the queue grows), not an
+// entry in a map besides, which cost as much again and more, and which Go
+// keeps at its largest for the rest of the fetch.
+func TestFrontierWaitingCostsItsHash(t *testing.T) {
+	const n = 100_000
+	before := liveHeap()
+	f := newFrontier()
+	for i := range n {
+		f.discover(ledger.Hash{byte(i), byte(i >> 8), byte(i >> 16)})
+	}
+	held := liveHeap() - before
+	if per := float64(held) / n; per > 48 || f.waitingCount() != n {
+		t.Errorf("%d hashes waiting hold %.0f bytes a hash, want at most 48", f.waitingCount(), per)
+	}
+	runtime.KeepAlive(f)
+}
+
+// liveHeap collects garbage and returns the bytes of the heap's objects.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
 
 // TestFrontierTakesSized: takeSized takes what take would, into a slice no
 // larger than what waited, so a request for a few hashes does not carry a

@@ -57,11 +57,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	stopProfile, err := o.process.startCPUProfile()
+	if err != nil {
+		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
+		return exitIncomplete
+	}
+	defer func() {
+		if err := stopProfile(); err != nil {
+			fmt.Fprintf(stderr, "ledgerfetch: -cpuprofile: %v\n", err)
+		}
+	}()
 	src, err := loadSource(o)
 	if err != nil {
 		fmt.Fprintf(stderr, "ledgerfetch: %v\n", err)
 		return exitUsage
 	}
+	o.process.limitMemory(o.store == memStore)
 	progressOut := stdout
 	if o.json {
 		progressOut = stderr
@@ -129,14 +140,18 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 	if err != nil {
 		return nil, fmt.Errorf("-store: %w", err)
 	}
+	heap := &heapProfiler{file: o.process.memProfile, warn: warn}
 	cfg := fetch.Config{
-		Root:          src.rootHash(),
-		Store:         store,
-		Expected:      src.expected(),
-		Batch:         o.batch,
-		Timeout:       o.timeout,
-		StallTimeout:  o.stall,
-		Progress:      progress,
+		Root:         src.rootHash(),
+		Store:        store,
+		Expected:     src.expected(),
+		Batch:        o.batch,
+		Timeout:      o.timeout,
+		StallTimeout: o.stall,
+		Progress: func(p fetch.Progress) {
+			heap.progress(p)
+			progress(p)
+		},
 		ProgressEvery: progressEvery,
 	}
 	if o.batch == 0 {
@@ -204,6 +219,7 @@ func fetchWith(ctx context.Context, o options, src source, strategy string, prog
 		comps.Start()
 	}
 	rep, err := fetchRun(ctx)
+	heap.end()
 	var others []node.ComponentReport
 	if comps != nil {
 		others = comps.Stop()

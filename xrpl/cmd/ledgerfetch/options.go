@@ -48,6 +48,7 @@ type options struct {
 	root          ledger.Hash // with -connect: the peers' root, instead of generating the ledger
 	expect        int         // with -root: the ledger's node count, if known
 	components    componentOptions
+	process       processOptions
 }
 
 // errUsage marks errors in the command line; run exits with 2 for them.
@@ -105,6 +106,7 @@ Flags:
 	fs.StringVar(&o.store, "store", "", "keep the fetched objects on disk in this directory (a Pebble store), and resume from what it holds: a fetch killed midway and run again asks only for what is missing (default: a temporary directory, removed at the end; \"mem\": in memory, to compare)")
 	fs.StringVar(&root, "root", "", "with -connect: the root hash (hex) of the ledger the peers serve, as ledgerpeer prints it, instead of generating the ledger from -objects and -seed")
 	o.components.register(fs)
+	o.process.register(fs)
 	fs.IntVar(&o.expect, "expect", 0, "with -root: the ledger's node count, as ledgerpeer prints it, to show progress against (0: unknown)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -138,6 +140,9 @@ Flags:
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if err := o.components.check(given, o.peers, o.strategy, o.batch); err != nil {
+		return o, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if err := o.process.check(); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	return o, nil

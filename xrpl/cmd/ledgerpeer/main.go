@@ -18,6 +18,10 @@
 //
 //	ledgerpeer -store /tmp/mainnet -objects 19000000 -listen 127.0.0.1:7001-7016 &
 //	ledgerfetch -connect 127.0.0.1:7001,...,127.0.0.1:7016 -root ROOT -expect NODES
+//
+// The store's block cache holds its index blocks, which every lookup reads,
+// and little more (-cache auto): the fetch asks for each node once, so a
+// data block cached is seldom read again.
 package main
 
 import (
@@ -28,11 +32,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/peersched/peersched/xrpl/internal/profile"
 	"github.com/peersched/peersched/xrpl/simnet"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
@@ -53,6 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one); HOST:FIRST-LAST serves one peer per port in the range, from one copy of the ledger")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (building the store included) to this file, for go tool pprof")
 	storeDir := fs.String("store", "", "serve the ledger from a node store on disk in this directory, built on the first run from -objects and -seed or -ledger, and reused by later runs (whose -objects, -seed or -ledger, if given, must name the same ledger)")
+	cache := fs.String("cache", "auto", "with -store: the store's block cache, which keeps the index and data blocks last read in memory (outside the Go heap in cgo builds): auto sizes it to hold the store's index blocks, which every lookup reads, and a quarter more (8 MiB at least, 80 MiB at most; 10 MiB at 1M entries); N: N MiB")
 	objects := fs.Int("objects", 200_000, "leaves in the generated ledger")
 	file := fs.String("ledger", "", "serve the real ledger in this JSON file (header and state) instead of a generated one")
 	seed := fs.Uint64("seed", 1, "seed of the ledger and of the peer's random choices")
@@ -78,6 +84,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	err := checkFlags(fs.Args(), *objects, *latency, *jitter, *loss, *misbehave)
+	var cacheBytes int64 // 0: auto
+	if err == nil && *cache != "auto" {
+		n, perr := strconv.ParseInt(*cache, 10, 64)
+		if perr != nil || n < 1 || n > 1<<20 {
+			err = fmt.Errorf("-cache %q: want auto or a size in MiB, 1 to %d", *cache, 1<<20)
+		}
+		cacheBytes = n << 20
+	}
 	if err == nil {
 		err = checkLimits(lim)
 	}
@@ -94,14 +108,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *cpuProfile != "" {
-		stopProfile, err := startCPUProfile(*cpuProfile)
+		stopProfile, err := profile.StartCPU(*cpuProfile)
 		if err != nil {
 			fmt.Fprintf(stderr, "ledgerpeer: -cpuprofile: %v\n", err)
 			return 1
 		}
-		defer stopProfile()
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "ledgerpeer: -cpuprofile: %v\n", err)
+			}
+		}()
 	}
-	served, closeServed, code := serveWhat(ctx, fs, *storeDir, *file, *seed, *objects, stderr)
+	served, closeServed, code := serveWhat(ctx, fs, *storeDir, cacheBytes, *file, *seed, *objects, stderr)
 	if code != 0 {
 		return code
 	}
@@ -205,21 +223,4 @@ func checkFlags(extra []string, objects int, latency, jitter time.Duration, loss
 		return fmt.Errorf("-misbehave %v: want a probability, from 0 to 1", misbehave)
 	}
 	return nil
-}
-
-// startCPUProfile profiles the process's CPU into file until the returned
-// function is called.
-func startCPUProfile(file string) (func(), error) {
-	f, err := os.Create(file)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		_ = f.Close()
-	}, nil
 }

@@ -1,10 +1,6 @@
 package main
 
-import (
-	"os"
-	"runtime"
-	"runtime/debug"
-)
+import "github.com/peersched/peersched/xrpl/internal/memlimit"
 
 // clientsHeadroom is what clients may make a server hold beyond its ledger,
 // by tcpnet's limits' arithmetic (about 130 MB with the defaults), rounded
@@ -19,15 +15,10 @@ const clientsHeadroom = 160 << 20
 // collector lets double between collections still doubles the process's
 // memory under an attack's churn of requests decoded and replies encoded;
 // the limit makes the collector run sooner instead. It is soft: the heap a
-// server needs is never refused, only collected harder.
+// server needs is never refused, only collected harder (package memlimit).
 func limitMemory() int64 {
-	if _, set := os.LookupEnv("GOMEMLIMIT"); set {
+	if memlimit.FromEnv() {
 		return 0
 	}
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	limit := int64(ms.HeapAlloc) + clientsHeadroom
-	debug.SetMemoryLimit(limit)
-	return limit
+	return memlimit.Set(memlimit.LiveHeap() + clientsHeadroom)
 }

@@ -275,3 +275,69 @@ func TestCPUProfile(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestStoreCache: -cache auto (the default) sizes the block cache to the
+// store's index, and says so; -cache N takes N MiB; a bad -cache is a
+// usage error naming it.
+func TestStoreCache(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		said string // in stderr
+	}{
+		{nil, "ledgerpeer: a block cache of 8 MiB for the store's 0.0 MiB of index, and 1000 of its "},
+		{[]string{"-cache", "24"}, "ledgerpeer: a block cache of 24 MiB for the store's 0.0 MiB of index, and 1000 of its "},
+	} {
+		p := startPeer(t, append([]string{"-store", dir, "-objects", "300", "-listen", "127.0.0.1:0"}, c.args...)...)
+		if !strings.Contains(p.stderr.String(), c.said) {
+			t.Errorf("%q: stderr %q, want %q", c.args, p.stderr.String(), c.said)
+		}
+		p.stop(t)
+	}
+	for _, bad := range []string{"0", "-3", "big", "2000000"} {
+		var stderr strings.Builder
+		if code := run(context.Background(), []string{"-store", dir, "-cache", bad}, io.Discard, &stderr); code != 2 ||
+			!strings.Contains(stderr.String(), fmt.Sprintf("-cache %q: want auto or a size in MiB, 1 to 1048576", bad)) {
+			t.Errorf("-cache %s: exit %d, stderr %q", bad, code, stderr.String())
+		}
+	}
+}
+
+// TestAutoCacheBytes: the cache holds the index and a quarter more, beside
+// the default, up to the cap.
+func TestAutoCacheBytes(t *testing.T) {
+	for _, c := range []struct{ index, want int64 }{
+		{0, 8 << 20},
+		{2_489_934, 8<<20 + 3_112_417}, // the 1M entries' store
+		{40 << 20, 58 << 20},
+		{60 << 20, 80 << 20},
+		{1 << 30, 80 << 20},
+	} {
+		if got := autoCacheBytes(c.index); got != c.want {
+			t.Errorf("autoCacheBytes(%d) = %d, want %d", c.index, got, c.want)
+		}
+	}
+}
+
+// TestServedOpenFiles: a served store keeps all its files open and a
+// margin, never fewer than Pebble's default, within what the process's
+// limit leaves for its connections.
+func TestServedOpenFiles(t *testing.T) {
+	for _, c := range []struct {
+		files int
+		limit uint64
+		want  int
+	}{
+		{0, 0, 1000},
+		{435, 20_000, 1000},       // the 4M store
+		{2085, 20_000, 2149},      // the 19M store
+		{2085, 0, 2149},           // no limit known
+		{2085, 2048, 1024},        // the limit leaves room for 1,024 connections
+		{2085, 1024, 1000},        // never below Pebble's default
+		{50_000, 1 << 40, 50_064}, // a limit beyond any count
+	} {
+		if got := servedOpenFiles(c.files, c.limit); got != c.want {
+			t.Errorf("servedOpenFiles(%d, %d) = %d, want %d", c.files, c.limit, got, c.want)
+		}
+	}
+}

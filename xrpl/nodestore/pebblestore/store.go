@@ -48,10 +48,11 @@ import (
 	"github.com/peersched/peersched/xrpl/ledger"
 )
 
-// cacheBytes is the block cache's size: the fetch reads the store once, as
-// it begins (see fetch.Config.Store), so a small cache serves, and keeps
-// the process's memory small.
-const cacheBytes = 8 << 20
+// DefaultCacheBytes is the block cache's size unless Options say
+// otherwise: a fetch reads its store once, as it begins (see
+// fetch.Config.Store), so a small cache serves, and keeps the process's
+// memory small.
+const DefaultCacheBytes = 8 << 20
 
 // memTableBytes is the size of Pebble's in-memory table, where writes go
 // before they are flushed to a file on disk; Pebble holds two at most while
@@ -68,15 +69,43 @@ type Store struct {
 	db *pebble.DB
 }
 
-// Open opens the store in dir, creating dir and an empty store if there is
-// none.
-func Open(dir string) (*Store, error) {
+// Options say how a store is opened. The zero value is a fetch's store.
+type Options struct {
+	// CacheBytes is the size of the block cache, which keeps the blocks of
+	// the store's files last read, index and data, in memory (outside the
+	// Go heap when built with cgo); 0 means DefaultCacheBytes. A store
+	// served from reads at random across all of it: every lookup whose
+	// blocks the cache lacks reads them from the file and checks their
+	// checksums.
+	CacheBytes int64
+	// OpenFiles is how many of its files the store keeps open, each with
+	// its reader (its footer, properties and the top of its index); 0
+	// means Pebble's default, 1,000. A lookup in a file not open opens it,
+	// reads those, and closes another: a store served from at random
+	// should keep every file open (Store.Tables counts them).
+	OpenFiles int
+}
+
+// Open opens the store in dir with the zero Options, creating dir and an
+// empty store if there is none.
+func Open(dir string) (*Store, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith opens the store in dir as o says, creating dir and an empty
+// store if there is none.
+func OpenWith(dir string, o Options) (*Store, error) {
+	if o.CacheBytes < 0 || o.OpenFiles < 0 {
+		return nil, fmt.Errorf("pebblestore: a cache of %d bytes, %d open files", o.CacheBytes, o.OpenFiles)
+	}
+	cacheBytes := o.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = DefaultCacheBytes
+	}
 	cache := pebble.NewCache(cacheBytes)
 	defer cache.Unref()
 	// The plain file system, not Pebble's default wrapper around it that
 	// watches for slow disks from a goroutine of its own, which a failed
 	// Open leaves running.
-	opts := &pebble.Options{Cache: cache, FS: vfs.Default, Logger: quiet{}, MemTableSize: memTableBytes}
+	opts := &pebble.Options{Cache: cache, FS: vfs.Default, Logger: quiet{}, MemTableSize: memTableBytes, MaxOpenFiles: o.OpenFiles}
 	// No merges but Compact's (see the package's doc), and so no limit on
 	// the files level 0 may hold before Pebble stops writes to let merges
 	// catch up: none would.
@@ -94,6 +123,9 @@ func Open(dir string) (*Store, error) {
 		// tree's order, which is no order for the keys: without a filter,
 		// each lookup reads a block of every file of level 0 that may
 		// hold the key (a resume of a million nodes took minutes).
+		// (Pebble probes no filter in its last level, where a merged
+		// store's files are: a store only served from, once merged, spends
+		// nothing on them but disk.)
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebble.Open(dir, opts)
@@ -157,6 +189,28 @@ func (s *Store) Compact(ctx context.Context) error {
 // afterEveryHash is a key greater than every node's: Compact's end, which
 // it excludes.
 var afterEveryHash = bytes.Repeat([]byte{0xff}, len(ledger.Hash{})+1)
+
+// Tables returns how many files the store's nodes are in, and the size of
+// their index blocks: what a served store should keep open (see
+// Options.OpenFiles), and what its block cache must hold, besides the
+// blocks it churns through, for a lookup to read from the files only the
+// data block it needs (one whose index block the cache lacks reads that
+// too: twice the reads). It reads each file's properties.
+func (s *Store) Tables() (files int, indexBytes int64, err error) {
+	levels, err := s.db.SSTables(pebble.WithProperties())
+	if err != nil {
+		return 0, 0, fmt.Errorf("pebblestore: %w", err)
+	}
+	for _, tables := range levels {
+		for _, t := range tables {
+			files++
+			if t.Properties != nil {
+				indexBytes += int64(t.Properties.IndexSize)
+			}
+		}
+	}
+	return files, indexBytes, nil
+}
 
 // Count returns how many values the store holds, whether or not they are
 // nodes. It reads every key: for tests and tools, not for a fetch.

@@ -16,7 +16,9 @@
 //     MB while it builds and 300 MB while it only serves, the fetcher at
 //     most 300 MB;
 //
-// and logs the times, rates and peak RSS of each step. CI runs it at
+// and logs the times, rates, peak RSS and CPU time (wait4's) of each
+// step, the CPU also a node: the fetcher's per node fetched, the peers'
+// per node sent. CI runs it at
 // 200,000 entries (it skips under -race, where the processes are not
 // raced anyway, and with -short):
 //
