@@ -28,11 +28,13 @@ type processOptions struct {
 // (about 25 MB live at one and four million leaves besides the hashes).
 // With Pebble's memtables and cache outside the Go heap (two or three of
 // 32 MB, and 8 MB), it keeps a fetch from peers on other processes under
-// 300 MB.
-const fetchHeadroomMiB = 160
+// 300 MB. Less costs the collector dearly at mainnet size: at 19 million
+// entries 160 MiB took the fetcher 7.2 µs of CPU a node, and a limit of
+// 200 MiB 4.7 µs, at a peak RSS of 279 MB (BENCHMARKS.md).
+const fetchHeadroomMiB = 200
 
 func (p *processOptions) register(fs *flag.FlagSet) {
-	fs.StringVar(&p.memoryLimit, "memory-limit", "auto", "the Go runtime's soft memory limit (heap, stacks and the runtime's own; not Pebble's memtables and block cache, which cgo builds keep outside it): past it the garbage collector runs more often rather than letting the heap grow to twice what is live; memory the fetch needs is never refused. auto: the heap live as the fetch begins (with the ledger this process generated or loaded, if any), plus 160 MiB, and no limit with -store mem (whose heap grows with the ledger); off: no limit; N: N MiB. The GOMEMLIMIT environment variable, if set, wins")
+	fs.StringVar(&p.memoryLimit, "memory-limit", "auto", "the Go runtime's soft memory limit (heap, stacks and the runtime's own; not Pebble's memtables and block cache, which cgo builds keep outside it): past it the garbage collector runs more often rather than letting the heap grow to twice what is live; memory the fetch needs is never refused. auto: the heap live as the fetch begins (with the ledger this process generated or loaded, if any), plus 200 MiB, and no limit with -store mem (whose heap grows with the ledger); off: no limit; N: N MiB. The GOMEMLIMIT environment variable, if set, wins")
 	fs.StringVar(&p.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file, for go tool pprof")
 	fs.StringVar(&p.memProfile, "memprofile", "", "write a heap profile to this file, for go tool pprof, once the fetch has verified half the nodes it expects, or as it ends if it does not know how many or stops short (with several strategies, the last fetch's)")
 }
