@@ -147,5 +147,6 @@ func dialRaw(t *testing.T, host *fakeHost, cfg ConnConfig) rawPeer {
 // something is due, so nothing here waits in real time. The tests that
 // call it all run in synctest.Test; the servers and connections under test
 // read the same bubble clock (time.Now and their deadlines), which is what
-// the injected clock is elsewhere.
-func elapse(d time.Duration) { time.Sleep(d) }
+// the injected clock is elsewhere. It waits on a timer of the bubble's
+// own, which a receive blocks on durably, the same as a sleep there.
+func elapse(d time.Duration) { <-time.After(d) }
