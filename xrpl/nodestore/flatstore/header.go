@@ -103,3 +103,7 @@ func decodeHeader(b []byte) (Header, uint32, error) {
 	}
 	return h, binary.LittleEndian.Uint32(b[offTableCRC:]), nil
 }
+
+// TableBytes is the size of the file's table, which an open Store holds in
+// memory.
+func (h Header) TableBytes() int64 { return tableBytes(h.Bits) }
