@@ -19,9 +19,15 @@
 //	ledgerpeer -store /tmp/mainnet -objects 19000000 -listen 127.0.0.1:7001-7016 &
 //	ledgerfetch -connect 127.0.0.1:7001,...,127.0.0.1:7016 -root ROOT -expect NODES
 //
-// The store's block cache holds its index blocks, which every lookup reads,
-// and little more (-cache auto): the fetch asks for each node once, so a
-// data block cached is seldom read again.
+// The peer serves from DIR/nodes.flat (-flat on, the default): the store's
+// nodes sorted by hash, with a table in memory of where each bucket of
+// hashes starts, so that a lookup is one read (package
+// xrpl/nodestore/flatstore). It is built from the store on the first run
+// that lacks it, or finds it damaged or of another ledger. With -flat off
+// the peer serves from the store itself, whose block cache holds its index
+// blocks, which every lookup reads, and little more (-cache auto): the
+// fetch asks for each node once, so a data block cached is seldom read
+// again.
 package main
 
 import (
