@@ -76,9 +76,10 @@ func announce(f *flatstore.Store, m storeMeta, log io.Writer) *flatServed {
 }
 
 // openFresh opens the flat file at path if it holds the ledger m
-// describes, and returns nil if there is none, if it is damaged or of
-// another version, or if it holds another ledger (saying so on log): it is
-// then to be built again.
+// describes, and returns nil if there is none, if it does not open as a
+// whole file of this version (flatstore.ErrFormat: cut short, its header
+// or table damaged), or if it holds another ledger (saying so on log, but
+// for a missing file): it is then to be built again.
 func openFresh(path string, m storeMeta, log io.Writer) (*flatstore.Store, error) {
 	f, err := flatstore.Open(path)
 	switch {
