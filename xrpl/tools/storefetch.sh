@@ -6,6 +6,8 @@
 # (user and system, from GNU time) and peak RSS, and the load average
 # before and after. Run it with two BINs in turn (say main's and a
 # branch's) to compare them on one machine under the same load.
+# PEER_FLAGS and FETCH_FLAGS, if set, are added to ledgerpeer's and
+# ledgerfetch's flags (say PEER_FLAGS="-cpuprofile /tmp/peer.pprof").
 set -euo pipefail
 bin=${1:?bin}; store=${2:?store}
 work=$(mktemp -d)
@@ -13,7 +15,7 @@ pp=
 cleanup() { [ -n "$pp" ] && kill "$pp" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 first=$((20000 + RANDOM % 10000))
-/usr/bin/time -o "$work/peer.time" -f "%U %S %M" "$bin/ledgerpeer" -store "$store" -listen "127.0.0.1:$first-$((first + 15))" >"$work/peer.out" 2>"$work/peer.err" &
+/usr/bin/time -o "$work/peer.time" -f "%U %S %M" "$bin/ledgerpeer" -store "$store" -listen "127.0.0.1:$first-$((first + 15))" ${PEER_FLAGS:-} >"$work/peer.out" 2>"$work/peer.err" &
 pp=$!
 until grep -q " on " "$work/peer.out" 2>/dev/null; do
 	kill -0 "$pp" 2>/dev/null || { cat "$work/peer.err" >&2; exit 1; }
@@ -24,7 +26,7 @@ root=$(sed -E 's/.*ledger ([0-9a-f]{64}).*/\1/' <<<"$line")
 nodes=$(sed -E 's/.*objects, ([0-9]+) nodes.*/\1/' <<<"$line")
 addrs=$(sed -E 's/.* on //' <<<"$line")
 load0=$(cut -d' ' -f1 /proc/loadavg)
-/usr/bin/time -o "$work/fetch.time" -f "%U %S %M" "$bin/ledgerfetch" -connect "$addrs" -root "$root" -expect "$nodes" -json >"$work/fetch.json" 2>"$work/fetch.err"
+/usr/bin/time -o "$work/fetch.time" -f "%U %S %M" "$bin/ledgerfetch" -connect "$addrs" -root "$root" -expect "$nodes" -json ${FETCH_FLAGS:-} >"$work/fetch.json" 2>"$work/fetch.err"
 kill -INT "$(pgrep -P "$pp")"
 wait "$pp"
 pp=

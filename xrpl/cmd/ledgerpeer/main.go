@@ -19,9 +19,16 @@
 //	ledgerpeer -store /tmp/mainnet -objects 19000000 -listen 127.0.0.1:7001-7016 &
 //	ledgerfetch -connect 127.0.0.1:7001,...,127.0.0.1:7016 -root ROOT -expect NODES
 //
-// The store's block cache holds its index blocks, which every lookup reads,
-// and little more (-cache auto): the fetch asks for each node once, so a
-// data block cached is seldom read again.
+// The peer serves from DIR/nodes.flat (-flat on, the default): the store's
+// nodes sorted by hash, with a table in memory of where each bucket of
+// hashes starts, so that a lookup is one read (package
+// xrpl/nodestore/flatstore). It is built from the store on the first run
+// that lacks it, or finds it cut short, its header or table damaged, or of
+// another ledger. With -flat off
+// the peer serves from the store itself, whose block cache holds its index
+// blocks, which every lookup reads, and little more (-cache auto): the
+// fetch asks for each node once, so a data block cached is seldom read
+// again.
 package main
 
 import (
@@ -58,7 +65,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one); HOST:FIRST-LAST serves one peer per port in the range, from one copy of the ledger")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (building the store included) to this file, for go tool pprof")
 	storeDir := fs.String("store", "", "serve the ledger from a node store on disk in this directory, built on the first run from -objects and -seed or -ledger, and reused by later runs (whose -objects, -seed or -ledger, if given, must name the same ledger)")
-	cache := fs.String("cache", "auto", "with -store: the store's block cache, which keeps the index and data blocks last read in memory (outside the Go heap in cgo builds): auto sizes it to hold the store's index blocks, which every lookup reads, and a quarter more (8 MiB at least, 80 MiB at most; 10 MiB at 1M entries); N: N MiB")
+	flat := fs.String("flat", "on", "with -store: on serves from a file of the store's nodes sorted by hash, DIR/nodes.flat, which reads a node with one pread (built from the store on the first run that lacks it, or finds it cut short, its header or table damaged, or of another ledger); off serves from the store itself, through its block cache (-cache)")
+	cache := fs.String("cache", "auto", "with -store -flat off: the store's block cache, which keeps the index and data blocks last read in memory (outside the Go heap in cgo builds): auto sizes it to hold the store's index blocks, which every lookup reads, and a quarter more (8 MiB at least, 80 MiB at most; 10 MiB at 1M entries); N: N MiB")
 	objects := fs.Int("objects", 200_000, "leaves in the generated ledger")
 	file := fs.String("ledger", "", "serve the real ledger in this JSON file (header and state) instead of a generated one")
 	seed := fs.Uint64("seed", 1, "seed of the ledger and of the peer's random choices")
@@ -95,6 +103,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = checkLimits(lim)
 	}
+	if err == nil && *flat != "on" && *flat != "off" {
+		err = fmt.Errorf("-flat %q: want on or off", *flat)
+	}
 	if err == nil && *peerLimits != "on" && *peerLimits != "off" {
 		err = fmt.Errorf("-peer-limits %q: want on or off", *peerLimits)
 	}
@@ -119,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
-	served, closeServed, code := serveWhat(ctx, fs, *storeDir, cacheBytes, *file, *seed, *objects, stderr)
+	served, closeServed, code := serveWhat(ctx, fs, *storeDir, *flat == "on", cacheBytes, *file, *seed, *objects, stderr)
 	if code != 0 {
 		return code
 	}

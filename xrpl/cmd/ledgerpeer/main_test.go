@@ -106,6 +106,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-max-waiting", "0"}, "-max-waiting 0: want more than 0"},
 		{[]string{"-max-waiting-total", "0"}, "-max-waiting-total 0: want more than 0"},
 		{[]string{"-peer-limits", "no"}, `-peer-limits "no": want on or off`},
+		{[]string{"-flat", "yes"}, `-flat "yes": want on or off`},
 	} {
 		var stderr strings.Builder
 		if code := run(context.Background(), c.args, io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {

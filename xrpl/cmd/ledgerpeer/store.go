@@ -56,6 +56,18 @@ func (m storeMeta) sameSource(o storeMeta) bool {
 // errStoreMismatch: the flags name another ledger than the store holds.
 var errStoreMismatch = errors.New("the store holds another ledger")
 
+// storeServed is what a peer serves a -store directory from: its node
+// store (servedStore, -flat off) or the flat file built from it
+// (flatServed), and what the directory's description says it holds.
+type storeServed interface {
+	tcpnet.Nodes
+	Close() error
+	described() storeMeta
+}
+
+func (s *servedStore) described() storeMeta { return s.meta }
+func (s *flatServed) described() storeMeta  { return s.meta }
+
 // servedStore is a node store a peer serves from, and what it holds.
 type servedStore struct {
 	*pebblestore.Store
@@ -275,7 +287,7 @@ type served struct {
 // it with what closes it, or the exit code of a failure (1 for a store
 // that cannot be opened or built, 2 for flags that name no ledger), which
 // it reports on stderr.
-func serveWhat(ctx context.Context, fs *flag.FlagSet, storeDir string, cacheBytes int64, file string, seed uint64, objects int, stderr io.Writer) (served, func(), int) {
+func serveWhat(ctx context.Context, fs *flag.FlagSet, storeDir string, flat bool, cacheBytes int64, file string, seed uint64, objects int, stderr io.Writer) (served, func(), int) {
 	if storeDir == "" {
 		var l *ledger.Ledger
 		var err error
@@ -300,7 +312,13 @@ func serveWhat(ctx context.Context, fs *flag.FlagSet, storeDir string, cacheByte
 	if file == "" {
 		want.Seed, want.Objects = seed, objects
 	}
-	s, err := openServed(ctx, storeDir, cacheBytes, want, explicit, stderr)
+	var s storeServed
+	var err error
+	if flat {
+		s, err = openFlat(ctx, storeDir, want, explicit, stderr)
+	} else {
+		s, err = openServed(ctx, storeDir, cacheBytes, want, explicit, stderr)
+	}
 	if err != nil {
 		code := 1
 		if errors.Is(err, errStoreMismatch) || errors.Is(err, ledger.ErrObjects) {
@@ -309,10 +327,11 @@ func serveWhat(ctx context.Context, fs *flag.FlagSet, storeDir string, cacheByte
 		fmt.Fprintf(stderr, "ledgerpeer: -store %q: %v\n", storeDir, err)
 		return served{}, nil, code
 	}
-	root, err := ledger.ParseHash(s.meta.Root)
+	meta := s.described()
+	root, err := ledger.ParseHash(meta.Root)
 	if err != nil {
 		_ = s.Close()
-		fmt.Fprintf(stderr, "ledgerpeer: -store %q: its description's root %q: %v\n", storeDir, s.meta.Root, err)
+		fmt.Fprintf(stderr, "ledgerpeer: -store %q: its description's root %q: %v\n", storeDir, meta.Root, err)
 		return served{}, nil, 1
 	}
 	closeStore := func() {
@@ -320,5 +339,5 @@ func serveWhat(ctx context.Context, fs *flag.FlagSet, storeDir string, cacheByte
 			fmt.Fprintf(stderr, "ledgerpeer: closing -store %q: %v\n", storeDir, err)
 		}
 	}
-	return served{from: s, root: root, leaves: s.meta.Leaves, nodes: s.meta.Nodes}, closeStore, 0
+	return served{from: s, root: root, leaves: meta.Leaves, nodes: meta.Nodes}, closeStore, 0
 }

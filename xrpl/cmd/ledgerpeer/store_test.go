@@ -276,7 +276,7 @@ func TestCPUProfile(t *testing.T) {
 	}
 }
 
-// TestStoreCache: -cache auto (the default) sizes the block cache to the
+// TestStoreCache: with -flat off, -cache auto (the default) sizes the block cache to the
 // store's index, and says so; -cache N takes N MiB; a bad -cache is a
 // usage error naming it.
 func TestStoreCache(t *testing.T) {
@@ -288,7 +288,7 @@ func TestStoreCache(t *testing.T) {
 		{nil, "ledgerpeer: a block cache of 8 MiB for the store's 0.0 MiB of index, and 1000 of its "},
 		{[]string{"-cache", "24"}, "ledgerpeer: a block cache of 24 MiB for the store's 0.0 MiB of index, and 1000 of its "},
 	} {
-		p := startPeer(t, append([]string{"-store", dir, "-objects", "300", "-listen", "127.0.0.1:0"}, c.args...)...)
+		p := startPeer(t, append([]string{"-store", dir, "-flat", "off", "-objects", "300", "-listen", "127.0.0.1:0"}, c.args...)...)
 		if !strings.Contains(p.stderr.String(), c.said) {
 			t.Errorf("%q: stderr %q, want %q", c.args, p.stderr.String(), c.said)
 		}
