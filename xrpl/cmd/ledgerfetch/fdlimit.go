@@ -1,36 +1,32 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/peersched/peersched/xrpl/internal/fdlimit"
+)
 
 // filesReserved is the open files the process needs besides its peers':
 // the standard streams, the poller, the ledger files and some spare.
 const filesReserved = 64
 
-// fileLimit is the process's limit on open files (RLIMIT_NOFILE): the
-// current one, which a process may raise itself up to max. Go raises it
-// to max at start-up, so both are usually equal.
-type fileLimit struct {
-	cur, max uint64
-	known    bool // false where the platform has no such limit to read
-}
-
 // checkOpenFiles checks that peers peers, perPeer open files each, fit
 // within limit, so that a run with too many fails at once with the reason
 // instead of midway with "too many open files".
-func checkOpenFiles(peers, perPeer int, limit fileLimit) error {
-	if !limit.known || perPeer == 0 {
+func checkOpenFiles(peers, perPeer int, limit fdlimit.Limit) error {
+	if !limit.Known || perPeer == 0 {
 		return nil
 	}
 	need := uint64(peers)*uint64(perPeer) + filesReserved
-	if need <= limit.cur {
+	if need <= limit.Cur {
 		return nil
 	}
-	how := "raise it with ulimit -n before running (up to its hard limit, " + commas(int(min(limit.max, 1<<62))) + "; above that as root, or in /etc/security/limits.conf)"
-	if need <= limit.max {
+	how := "raise it with ulimit -n before running (up to its hard limit, " + commas(int(min(limit.Max, 1<<62))) + "; above that as root, or in /etc/security/limits.conf)"
+	if need <= limit.Max {
 		how = "raise it with ulimit -n " + commas(int(need)) + " before running"
 	}
 	return fmt.Errorf("-peers %d: they need about %s open files (%d each, and %d for the rest), above this process's limit of %s (RLIMIT_NOFILE): %s, or use fewer peers%s",
-		peers, commas(int(need)), perPeer, filesReserved, commas(int(min(limit.cur, 1<<62))), how, memHint(perPeer))
+		peers, commas(int(need)), perPeer, filesReserved, commas(int(min(limit.Cur, 1<<62))), how, memHint(perPeer))
 }
 
 // memHint suggests simulated peers, which need no files, when the peers

@@ -11,6 +11,7 @@ import (
 	"github.com/peersched/peersched/scheduler"
 	"github.com/peersched/peersched/timeouts"
 	"github.com/peersched/peersched/xrpl/fetch"
+	"github.com/peersched/peersched/xrpl/internal/fdlimit"
 	"github.com/peersched/peersched/xrpl/ledger"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
@@ -219,7 +220,7 @@ func (o *options) check(given map[string]bool, latency, strategy, connect string
 	if o.answerTimeout <= 0 {
 		return fmt.Errorf("-answer-timeout %v: want a positive time", o.answerTimeout)
 	}
-	return checkOpenFiles(o.peers, o.filesPerPeer(), openFileLimit())
+	return checkOpenFiles(o.peers, o.filesPerPeer(), fdlimit.Read())
 }
 
 // checkConnect checks -connect's addresses (their form: that their hosts

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/peersched/peersched/xrpl/internal/fdlimit"
 )
 
 // TestFlagErrors: every bad flag value is a usage error whose message names
@@ -115,10 +117,10 @@ func TestMisbehavingByDefault(t *testing.T) {
 // naming the limit, what they need, and how to raise it; within it they
 // pass, and simulated peers need no files.
 func TestCheckOpenFiles(t *testing.T) {
-	limit := fileLimit{cur: 1024, max: 4096, known: true}
+	limit := fdlimit.Limit{Cur: 1024, Max: 4096, Known: true}
 	for _, c := range []struct {
 		peers, perPeer int
-		limit          fileLimit
+		limit          fdlimit.Limit
 		want           []string // nil: no error
 	}{
 		{100, 3, limit, nil},
@@ -128,7 +130,7 @@ func TestCheckOpenFiles(t *testing.T) {
 		{2000, 3, limit, []string{"6,064 open files", "up to its hard limit, 4,096", "limits.conf"}},
 		{2000, 1, limit, []string{"2,064 open files (1 each", "ulimit -n 2,064"}},
 		{1_000_000, 0, limit, nil},
-		{1_000_000, 3, fileLimit{}, nil}, // unknown
+		{1_000_000, 3, fdlimit.Limit{}, nil}, // unknown
 	} {
 		err := checkOpenFiles(c.peers, c.perPeer, c.limit)
 		if (err == nil) != (c.want == nil) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/peersched/peersched/xrpl/internal/fdlimit"
 	"github.com/peersched/peersched/xrpl/ledger"
 	"github.com/peersched/peersched/xrpl/nodestore/pebblestore"
 	"github.com/peersched/peersched/xrpl/tcpnet"
@@ -98,7 +99,7 @@ func openServed(ctx context.Context, dir string, cacheBytes int64, want storeMet
 	if cacheBytes == 0 {
 		cacheBytes = autoCacheBytes(index)
 	}
-	open := servedOpenFiles(files, fileLimit())
+	open := servedOpenFiles(files, fdlimit.Read().Cur)
 	fmt.Fprintf(log, "ledgerpeer: a block cache of %d MiB for the store's %.1f MiB of index, and %d of its %d files open\n", cacheBytes>>20, float64(index)/(1<<20), open, files)
 	// The cache's size and the files kept open are set as the store
 	// opens.
