@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -66,6 +67,9 @@ func fillSystem(impl string, inflight int, shared bool) (*filledSystem, error) {
 }
 
 func reuseFilled(b *testing.B, key, impl string, inflight int, shared bool) *filledSystem {
+	// A system is made for the processors it runs on (the scheduler reads
+	// GOMAXPROCS at New), so -cpu 1,2,... builds one for each.
+	key = fmt.Sprintf("%s/procs=%d", key, runtime.GOMAXPROCS(0))
 	return reuse(b, key, func() (*filledSystem, func()) {
 		fs, err := fillSystem(impl, inflight, shared)
 		if err != nil {

@@ -65,11 +65,11 @@ func (s *Scheduler) answer(from peer.ID, id peer.RequestID, response any, refuse
 	// reopens (offers) in one step. This is the hottest path there is, and
 	// taking each lock once is cheaper than handing the channel over in a
 	// second round trip.
-	s.offersMu.Lock()
+	s.lockForAnswer()
 	s.requestsMu.Lock()
 	if s.stopped {
 		s.requestsMu.Unlock()
-		s.offersMu.Unlock()
+		s.unlockAfterAnswer()
 		return ErrStopped
 	}
 	now := s.now()
@@ -87,7 +87,7 @@ func (s *Scheduler) answer(from peer.ID, id peer.RequestID, response any, refuse
 	if err != nil {
 		s.countDroppedLocked(from, err)
 		s.requestsMu.Unlock()
-		s.offersMu.Unlock()
+		s.unlockAfterAnswer()
 		s.logDropped(from, id, refused, err)
 		s.afterReopening(reopened)
 		return err
@@ -111,11 +111,46 @@ func (s *Scheduler) answer(from peer.ID, id peer.RequestID, response any, refuse
 	}
 	s.dispatchWanted = s.dispatchWanted || reopened
 	s.requestsMu.Unlock()
-	s.offersMu.Unlock()
+	s.unlockAfterAnswer()
 	s.runLocked()
 	s.callbacksMu.Unlock()
 	return nil
 }
+
+// lockForAnswer takes offersMu for an answer: after answersMu, where
+// answers queue, if the scheduler was made with many processors (see
+// queueAnswersFrom).
+//
+// Why answersMu: a host may answer from many goroutines at once (a reader
+// per connection). If each of them waited on offersMu, the one goroutine
+// that runs callbacks and makes offers, which takes offersMu for every
+// offer and send, would wait behind all of them each time. With answers
+// queued on answersMu first, at most one of them waits on offersMu beside
+// the drainer.
+func (s *Scheduler) lockForAnswer() {
+	if s.queueAnswers {
+		s.answersMu.Lock()
+	}
+	s.offersMu.Lock()
+}
+
+// unlockAfterAnswer releases what lockForAnswer took.
+func (s *Scheduler) unlockAfterAnswer() {
+	s.offersMu.Unlock()
+	if s.queueAnswers {
+		s.answersMu.Unlock()
+	}
+}
+
+// queueAnswersFrom is the least GOMAXPROCS at New for which answers queue
+// on answersMu. Measured with 2 goroutines a processor answering
+// (BENCHMARKS.md): at 16 processors the queue took a fifth off a
+// request's life (21 % in both callback modes), at 8, 5 to 14 %; at 2 it
+// cost 3 to 4 % (one uncontended lock more an answer), and 4 % on the
+// inline path of one goroutine alone. Queueing only when offersMu was
+// found taken (TryLock) gained 3 to 10 % at 16: answers that found it free
+// still piled up on it.
+const queueAnswersFrom = 8
 
 // endLocked ends the message on a closed channel of the peer ref and reports
 // whether offers may follow: if its channel reopened, or, under an in-flight

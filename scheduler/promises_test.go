@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -532,6 +533,18 @@ func TestPromise07_LockOrder(t *testing.T) {
 		s.callbacksMu.Lock()
 		defer s.callbacksMu.Unlock()
 		s.requestsMu.Lock()
+	})
+	// The answers' queue comes first: an answer takes it, then offers
+	// (where answers queue: see queueAnswersFrom).
+	s.queueAnswers = true
+	s.lockForAnswer()
+	s.answersMu.AssertHeld()
+	s.offersMu.AssertHeld()
+	s.unlockAfterAnswer()
+	expectPanic([]string{`"answers"`, `"offers"`}, func() {
+		s.offersMu.Lock()
+		defer s.offersMu.Unlock()
+		s.answersMu.Lock()
 	})
 	// And after the panics the scheduler still works.
 	require.NoError(t, s.Connect(&hostPeer{id: "A"}, 1))
@@ -1860,4 +1873,29 @@ func promise21(t *testing.T, inline bool) {
 		w.settle()
 		require.Equal(t, 2, w.usage("A").ChannelsOpen)
 	})
+}
+
+// TestAnswersQueueOnManyProcessors checks that a scheduler made with
+// queueAnswersFrom processors or more queues its answers on answersMu
+// before the offers lock, and one made with fewer does not, so that an
+// answer alone pays no lock more there (see lockForAnswer); and that an
+// answer is the same either way.
+func TestAnswersQueueOnManyProcessors(t *testing.T) {
+	for _, procs := range []int{queueAnswersFrom, queueAnswersFrom - 1} {
+		t.Run(fmt.Sprintf("GOMAXPROCS=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			inBubble(t, Config{}, func(w *world) {
+				require.Equal(t, procs >= queueAnswersFrom, w.s.queueAnswers)
+				rec := newOutcomes()
+				w.connect("A", 1)
+				var ids []peer.RequestID
+				_, err := w.s.Schedule(&script{onOffer: sendFirst(rec, time.Minute, &ids, "A")}, 0)
+				require.NoError(t, err)
+				require.Len(t, ids, 1)
+				require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
+				require.Equal(t, []string{"response from A: ok"}, rec.of(ids[0]))
+				require.ErrorIs(t, w.s.Deliver("A", ids[0], "again"), receiver.ErrDuplicateResponse)
+			})
+		})
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -53,6 +54,11 @@ type Scheduler struct {
 	// handedOff is set, under callbacksMu, when work is handed to a
 	// lingering drainer goroutine, which polls it without the lock.
 	handedOff atomic.Bool
+
+	// answersMu is where answers queue for the offers lock, when
+	// queueAnswers is set (see lockForAnswer). It guards nothing.
+	answersMu    lockorder.Mutex
+	queueAnswers bool
 
 	offersMu lockorder.Mutex
 	// The following fields are guarded by offersMu.
@@ -110,8 +116,10 @@ type Scheduler struct {
 	idleWaiters    []chan struct{} // closed when the drainer next has nothing to do; see whenIdle
 }
 
-// Lock ranks: offers before requests, and the callback queue last.
+// Lock ranks: the answers' queue first, offers before requests, and the
+// callback queue last.
 const (
+	rankAnswers   lockorder.Rank = 5
 	rankOffers    lockorder.Rank = 10
 	rankRequests  lockorder.Rank = 20
 	rankCallbacks lockorder.Rank = 30
@@ -158,6 +166,8 @@ func New(cfg Config) (*Scheduler, error) {
 		byteBucket:  byteBucket,
 		classes:     classes,
 		quiet:       make(chan struct{}),
+		// GOMAXPROCS is read once: the call takes a lock of the runtime's.
+		queueAnswers: runtime.GOMAXPROCS(0) >= queueAnswersFrom,
 	}
 	if s.clock == nil {
 		s.clock, s.realClock = clock.New(), true
@@ -198,6 +208,7 @@ func New(cfg Config) (*Scheduler, error) {
 		s.pass = classes.NewPass()
 	}
 	s.epoch = s.clock.Now()
+	s.answersMu.Init("answers", rankAnswers)
 	s.offersMu.Init("offers", rankOffers)
 	s.requestsMu.Init("requests", rankRequests)
 	s.callbacksMu.Init("callbacks", rankCallbacks)
