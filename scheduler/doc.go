@@ -105,6 +105,9 @@
 // Two locks guard the state, and are always taken in this order: the offers
 // lock (the peers' channels, the sender queue, the open offer) before the
 // requests lock (the request table and the deadlines). A third, leaf lock
-// guards the queue of callbacks to run. Build with the tag "lockorder" to have
-// every acquisition checked.
+// guards the queue of callbacks to run. On 8 or more processors (GOMAXPROCS
+// when the Scheduler is made) an answer (Deliver, Refuse) first queues on a
+// fourth lock, which guards nothing, so that answers from many goroutines
+// wait there rather than on the offers lock that every offer needs. Build
+// with the tag "lockorder" to have every acquisition checked.
 package scheduler
