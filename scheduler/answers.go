@@ -146,8 +146,8 @@ func (s *Scheduler) unlockAfterAnswer() {
 // on answersMu. Measured with 2 goroutines a processor answering
 // (BENCHMARKS.md): at 16 processors the queue took a fifth off a
 // request's life (21 % in both callback modes), at 8, 5 to 14 %; at 2 it
-// cost 3 to 4 % (one uncontended lock more an answer), and 4 % on the
-// inline path of one goroutine alone. Queueing only when offersMu was
+// cost 3 % (one uncontended lock more an answer), and 4 % on the inline
+// path of one goroutine alone. Queueing only when offersMu was
 // found taken (TryLock) gained 3 to 10 % at 16: answers that found it free
 // still piled up on it.
 const queueAnswersFrom = 8
