@@ -43,6 +43,15 @@ func (s *Scheduler) armTimerLocked(now time.Duration) {
 	}
 }
 
+// armTimerNowLocked is armTimerLocked for a caller that holds only
+// offersMu: a paced peer it has just held must be woken when its rate pays
+// again. Caller holds offersMu.
+func (s *Scheduler) armTimerNowLocked() {
+	s.requestsMu.Lock()
+	s.armTimerLocked(s.now())
+	s.requestsMu.Unlock()
+}
+
 // NextWake reports when the scheduler's timer is next due to fire, on the
 // scheduler's clock, and false while it is not armed: nothing waits for a
 // time (no deadline, no budget token, no paced peer held back), or the

@@ -379,9 +379,7 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		if cost, held = s.chargeLocked(ref); held {
 			// The timer must fire when the peer's rate pays again, even
 			// if the host's send takes until then.
-			s.requestsMu.Lock()
-			s.armTimerLocked(s.now())
-			s.requestsMu.Unlock()
+			s.armTimerNowLocked()
 		}
 	}
 	bytes := s.spendLocked()

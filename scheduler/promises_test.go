@@ -1895,7 +1895,39 @@ func TestAnswersQueueOnManyProcessors(t *testing.T) {
 				require.NoError(t, w.s.Deliver("A", ids[0], "ok"))
 				require.Equal(t, []string{"response from A: ok"}, rec.of(ids[0]))
 				require.ErrorIs(t, w.s.Deliver("A", ids[0], "again"), receiver.ErrDuplicateResponse)
+
+				// An answer from inside a callback an answer caused
+				// (promise 6): the queue is not held while callbacks run.
+				_, err = w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+					_, err := o.Request(0, "ping", nestedDeliver{w.s, rec}, time.Minute)
+					require.NoError(t, err)
+				}}, 0)
+				require.NoError(t, err)
+				sent := w.peers["A"].sends()
+				first := sent[len(sent)-1].requestID
+				require.NoError(t, w.s.Deliver("A", first, "outer"))
+				require.Equal(t, []string{"response from A: inner"}, rec.of(first),
+					"the receiver answered its own request again from inside the callback: a duplicate, dropped")
 			})
 		})
 	}
+}
+
+// nestedDeliver is a receiver that, told of a response, delivers another
+// for the same request from inside its callback, which the scheduler drops
+// as a duplicate, and records the outcome in outcomes.
+type nestedDeliver struct {
+	s   *Scheduler
+	rec *outcomes
+}
+
+func (n nestedDeliver) OnResponse(id peer.RequestID, from peer.ID, _ any) {
+	err := n.s.Deliver(from, id, "again")
+	if errors.Is(err, receiver.ErrDuplicateResponse) {
+		n.rec.OnResponse(id, from, "inner")
+	}
+}
+
+func (n nestedDeliver) OnFailure(id peer.RequestID, from peer.ID, reason receiver.Reason) {
+	n.rec.OnFailure(id, from, reason)
 }

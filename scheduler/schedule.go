@@ -74,9 +74,7 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 	if held {
 		// A peer whose rate paid for a message no longer pays for the
 		// dearest: the timer must fire when it does.
-		s.requestsMu.Lock()
-		s.armTimerLocked(s.now())
-		s.requestsMu.Unlock()
+		s.armTimerNowLocked()
 	}
 	var t offer.Ticket
 	if classed {

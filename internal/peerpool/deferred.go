@@ -132,11 +132,5 @@ func (pl *Pool) undoClose(u *closeRecord) {
 func (pl *Pool) redoClose(u *closeRecord) {
 	r := &pl.records[u.slot]
 	r.closed, r.allowance, r.rank = u.closedAfter, u.allowanceAfter, u.rankAfter
-	pl.open--
-	pl.closed++
-	if r.open() == 0 {
-		pl.removeOrder(r.orderIndex)
-	} else {
-		pl.down(int(r.orderIndex))
-	}
+	pl.closedOne(r)
 }

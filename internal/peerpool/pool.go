@@ -226,6 +226,16 @@ func (pl *Pool) Close(ref Ref) (inFlight int) {
 	// More load ranks it later whatever its key: it can only move down.
 	r.rank = rank(rankClass(r.rank), sentKey(pl.closes))
 	pl.closes++
+	pl.closedOne(r)
+	pl.closeDone(r)
+	return int(r.closed)
+}
+
+// closedOne counts one channel of the peer whose record is r closed, which
+// Close (or redoClose) has just recorded in r, and moves the peer in the
+// order: out of it if it has no open channel left, else later, since more
+// load can only rank it later.
+func (pl *Pool) closedOne(r *record) {
 	pl.open--
 	pl.closed++
 	if r.open() == 0 {
@@ -233,8 +243,6 @@ func (pl *Pool) Close(ref Ref) (inFlight int) {
 	} else {
 		pl.down(int(r.orderIndex))
 	}
-	pl.closeDone(r)
-	return int(r.closed)
 }
 
 // Reopen ends the message on one closed channel of the peer ref names, and

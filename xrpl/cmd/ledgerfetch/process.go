@@ -63,7 +63,7 @@ func (p processOptions) limitMemory(inMemory bool) int64 {
 	case memlimit.FromEnv() || p.memoryLimit == "off" || (p.memoryLimit == "auto" && inMemory):
 		return 0
 	case p.memoryLimit == "auto":
-		return memlimit.Set(memlimit.LiveHeap() + fetchHeadroomMiB<<20)
+		return memlimit.SetAboveLive(fetchHeadroomMiB << 20)
 	}
 	return memlimit.Set(p.limitMiB << 20)
 }

@@ -16,9 +16,4 @@ const clientsHeadroom = 160 << 20
 // memory under an attack's churn of requests decoded and replies encoded;
 // the limit makes the collector run sooner instead. It is soft: the heap a
 // server needs is never refused, only collected harder (package memlimit).
-func limitMemory() int64 {
-	if memlimit.FromEnv() {
-		return 0
-	}
-	return memlimit.Set(memlimit.LiveHeap() + clientsHeadroom)
-}
+func limitMemory() int64 { return memlimit.SetAboveLive(clientsHeadroom) }

@@ -155,7 +155,6 @@ func autoCacheBytes(index int64) int64 {
 // openOrBuild opens or builds the store in dir (see openServed), with
 // Pebble's default cache.
 func openOrBuild(ctx context.Context, dir string, want storeMeta, explicit bool, log io.Writer) (*servedStore, error) {
-	var opts pebblestore.Options
 	have, err := readMeta(dir)
 	switch {
 	case err != nil:
@@ -163,7 +162,7 @@ func openOrBuild(ctx context.Context, dir string, want storeMeta, explicit bool,
 	case have.Complete && explicit && !have.sameSource(want):
 		return nil, fmt.Errorf("%w: %s holds %s, the flags name %s (use another directory, or remove it)", errStoreMismatch, dir, have.describes(), want.describes())
 	case have.Complete:
-		s, err := pebblestore.OpenWith(filepath.Join(dir, nodesDir), opts)
+		s, err := pebblestore.Open(filepath.Join(dir, nodesDir))
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +179,7 @@ func openOrBuild(ctx context.Context, dir string, want storeMeta, explicit bool,
 	if err := writeMeta(dir, want); err != nil {
 		return nil, err
 	}
-	s, err := pebblestore.OpenWith(filepath.Join(dir, nodesDir), opts)
+	s, err := pebblestore.Open(filepath.Join(dir, nodesDir))
 	if err != nil {
 		return nil, err
 	}

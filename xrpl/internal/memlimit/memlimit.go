@@ -44,3 +44,13 @@ func LiveHeap() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// SetAboveLive sets the soft memory limit to the heap live now (LiveHeap)
+// plus headroom bytes, and returns it, unless GOMEMLIMIT is set: it then
+// changes nothing, without collecting, and returns 0.
+func SetAboveLive(headroom int64) int64 {
+	if FromEnv() {
+		return 0
+	}
+	return Set(LiveHeap() + headroom)
+}

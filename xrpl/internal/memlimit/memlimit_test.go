@@ -54,3 +54,20 @@ func TestLiveHeap(t *testing.T) {
 	}
 	_ = held
 }
+
+// TestSetAboveLive: the limit is the heap live now plus the headroom, and
+// nothing is set while GOMEMLIMIT is.
+func TestSetAboveLive(t *testing.T) {
+	restore(t)
+	debug.SetMemoryLimit(math.MaxInt64)
+	live := LiveHeap()
+	got := SetAboveLive(100 << 20)
+	// The collections in between change the live heap by a few KiB at most.
+	if got < live+100<<20-1<<20 || got > live+100<<20+1<<20 || debug.SetMemoryLimit(-1) != got {
+		t.Fatalf("SetAboveLive(100 MiB) = %d with %d live, runtime's limit %d", got, live, debug.SetMemoryLimit(-1))
+	}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	if again := SetAboveLive(200 << 20); again != 0 || debug.SetMemoryLimit(-1) != got {
+		t.Fatalf("SetAboveLive with GOMEMLIMIT set = %d, runtime's limit %d; want 0 and %d", again, debug.SetMemoryLimit(-1), got)
+	}
+}
