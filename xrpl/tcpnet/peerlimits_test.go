@@ -60,6 +60,7 @@ func TestServerCutsForCharges(t *testing.T) {
 				t.Fatalf("ping %d: no pong", i+1)
 			}
 		}
+		synctest.Wait() // the pong is written before its ping is charged
 		if st := s.Stats().Resources; st.Drops != 0 || st.PeakBalance != 3199*250/32 {
 			t.Fatalf("after 3,199 pings: %+v, want no drop and a balance of %d", st, 3199*250/32)
 		}
@@ -98,6 +99,7 @@ func TestServerCutsForCharges(t *testing.T) {
 				t.Fatalf("limits off: ping %d got no pong", i+1)
 			}
 		}
+		synctest.Wait() // the last ping is charged after its pong is written
 		if st := s.Stats().Resources; st.Drops != 0 || st.Warnings != 1 || st.PeakBalance != 4000*250/32 {
 			t.Fatalf("limits off: %+v, want no drop, one warning, peak %d", st, 4000*250/32)
 		}
@@ -217,6 +219,7 @@ func TestServerSkipsAndCharges(t *testing.T) {
 		if !pingPong(nc, 3) {
 			t.Fatal("no pong after the frames: the connection was closed")
 		}
+		synctest.Wait() // the ping is charged after its pong is written
 		st := s.Stats()
 		if st.UnknownFrames != 2 || st.Useless != 2 || st.Refused != 0 {
 			t.Fatalf("stats %+v, want 2 unknown frames skipped, 2 useless", st)
