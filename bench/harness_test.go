@@ -139,15 +139,27 @@ func makePeers(n int, prefix string, out *fifo) []*hostPeer {
 	return peers
 }
 
-// timeSteps is the timed loop the stepped benchmarks share: step until b is
-// done, then fail if the system saw an error outside the steps.
+// timeSteps is the timed loop the stepped benchmarks share: step b.N
+// times, wait for the system to catch up with the steps, then fail if it
+// saw an error outside them.
+//
+// The wait is timed. With callbacks on the scheduler's goroutine, a step
+// only delivers: the receiver's call, the offer and the replacement's send
+// come later on the drainer, which may trail the steps by as many requests
+// as are in flight. Stopping the timer before it caught up would leave up
+// to that many requests' work untimed: at a million in flight, before the
+// wait, a 1-second run left about a million of its 2.5 million requests'
+// callbacks and sends to run after the timer stopped. (That is why this
+// is a b.N loop: b.Loop stops the timer as soon as it returns false.)
 func timeSteps(b *testing.B, sys system) {
 	b.ReportAllocs()
-	for b.Loop() {
+	b.ResetTimer()
+	for range b.N {
 		if err := sys.step(); err != nil {
 			b.Fatal(err)
 		}
 	}
+	sys.caughtUp()
 	b.StopTimer()
 	if err := sys.err(); err != nil {
 		b.Fatal(err)
@@ -168,6 +180,9 @@ type system interface {
 	// answer; for systems built for parallel use, whose step may find none
 	// while another goroutine is sending one.
 	waitOutstanding()
+	// caughtUp blocks until every request answered by a step has been
+	// replaced: the system has as many outstanding as it was filled with.
+	caughtUp()
 	// answered returns how many requests have been answered so far.
 	answered() uint64
 	// outstanding returns how many requests are outstanding.

@@ -41,6 +41,9 @@ type schedSystem struct {
 	// declined counts the offers BenchmarkOffer's decliners declined; nil
 	// elsewhere.
 	declined *atomic.Int64
+	// filled is how many requests the fills sent: the number outstanding
+	// once the system has caught up with its steps.
+	filled int
 
 	errMu    sync.Mutex
 	firstErr error // the first error a callback saw; guarded by errMu
@@ -190,6 +193,7 @@ func (r *reschedulingReceiver) OnFailure(_ peer.RequestID, _ peer.ID, reason rec
 func (sys *schedSystem) fill(n int) error {
 	filled := make(chan struct{})
 	sys.snd.fillLeft, sys.snd.filled = n, filled
+	sys.filled += n
 	sys.schedule()
 	if err := sys.err(); err != nil {
 		return err
@@ -223,6 +227,16 @@ func (sys *schedSystem) step() error {
 }
 
 func (sys *schedSystem) waitOutstanding() { sys.out.waitNonEmpty() }
+
+// caughtUp waits, with callbacks on the scheduler's goroutine, until the
+// drainer has sent a replacement for every request answered: the FIFO
+// holds as many as the fills sent. Inline, each step has sent its
+// replacement before it returns.
+func (sys *schedSystem) caughtUp() {
+	if !sys.inline && sys.out != nil {
+		sys.out.waitLen(sys.filled)
+	}
+}
 
 func (sys *schedSystem) answered() uint64 { return sys.rcv.responses.Load() }
 

@@ -21,22 +21,32 @@ const writeBufferBytes = 1 << 20
 // Build writes the nodes that each gives to path, replacing any file
 // there, and returns the new file's header. each calls add with every node
 // in strictly ascending order of hash (a Pebble store iterated in key order
-// gives them so); an add out of order, or each's own error, ends the build
-// with that error. expect is about how many nodes there will be: it picks
+// gives them so). add returns an error for a node out of order, one added
+// twice, or a failed write, and every add after it returns the same error;
+// the build then fails with it even if each went on and returned nil.
+// Otherwise each's own error ends the build with that error. expect is
+// about how many nodes there will be: it picks
 // the number of buckets (a file of many more nodes than expected has
 // larger buckets, and lookups read more). tag is recorded in the header
 // (Header.Tag).
 //
 // The file is written under a temporary name beside path (path + ".tmp"),
 // synced, and renamed to path: a build that fails, or a process killed
-// while it builds, leaves whatever was at path before. The memory it uses
-// is the table (8 bytes a bucket) and a buffer of a megabyte.
+// while it builds, leaves whatever was at path before. The one exception
+// is the last step: if syncing path's directory after the rename fails,
+// Build returns that error with the new file, whole, already at path (a
+// crash then may bring back the old name's file). The memory it uses is
+// the table (8 bytes a bucket) and a buffer of a megabyte.
 func Build(path string, tag ledger.Hash, expect uint64, each func(add func(h ledger.Hash, node []byte) error) error) (Header, error) {
 	b, err := create(path, tag, expect)
 	if err != nil {
 		return Header{}, err
 	}
-	if err := each(b.add); err != nil {
+	err = each(b.add)
+	if err == nil {
+		err = b.err // an add that failed, though each went on
+	}
+	if err != nil {
 		b.abort()
 		return Header{}, err
 	}
@@ -58,6 +68,7 @@ type builder struct {
 	table     []uint64 // table[b] for b < next is set
 	next      uint64   // the first bucket whose start is not yet known
 	last      ledger.Hash
+	err       error // the first error add returned; every add after it returns it too
 }
 
 // create opens a temporary file beside path for a file of about expect
@@ -79,8 +90,17 @@ func create(path string, tag ledger.Hash, expect uint64) (*builder, error) {
 }
 
 // add appends the node named h, which must come after every node added
-// before it.
+// before it. Once it has failed it adds nothing more and returns its
+// first error, which Build returns too.
 func (b *builder) add(h ledger.Hash, node []byte) error {
+	if b.err == nil {
+		b.err = b.append(h, node)
+	}
+	return b.err
+}
+
+// append writes the entry for the node named h.
+func (b *builder) append(h ledger.Hash, node []byte) error {
 	if b.h.Count > 0 && bytes.Compare(h[:], b.last[:]) <= 0 {
 		return fmt.Errorf("flatstore: node %s added after %s: want ascending hashes, each once", h.Hex(), b.last.Hex())
 	}

@@ -4,7 +4,7 @@
 // to check. A peer that serves a large ledger from its node store answers
 // every request with lookups at random across the whole store; through
 // Pebble (nodestore/pebblestore) each one at 19 million entries cost about
-// 8 µs of CPU (its block cache, its index and data blocks, a pread of a 4
+// 9 µs of CPU (its block cache, its index and data blocks, a pread of a 4
 // KiB block), most of what the peer spent on a node it sent.
 //
 // The file is the nodes sorted by hash, split into 2^bits buckets by the
@@ -25,9 +25,12 @@
 // The tag is the caller's: ledgerpeer records the ledger's root there, and
 // with the node count it tells a file built from the store it serves from
 // a stale one. Open checks the header, the file's size against it, and the
-// table; a bucket damaged since is reported by the lookup that reads it
-// (Lookup's error wraps ErrFormat). The nodes themselves are not checked:
-// whoever reads them verifies them, as a fetch does every node it receives.
+// table. A bucket damaged since is caught only where its entries' lengths
+// no longer fit it: the lookup that reads it then fails with an error
+// wrapping ErrFormat. A damaged hash reads as one not held, and a damaged
+// node is returned as it is: the nodes themselves are not checked, and
+// whoever reads them verifies them, as a fetch does every node it
+// receives.
 //
 // Build writes a file atomically: to a temporary name beside it, synced,
 // then renamed, so a file that Open accepts was written whole.

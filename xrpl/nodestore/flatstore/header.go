@@ -35,7 +35,7 @@ const entryHead = ledger.HashSize + 4
 // ErrFormat is wrapped by every error that says a file is not one this
 // package wrote whole: another kind of file, another version, a header or
 // table that does not check, a file shorter or longer than its header
-// says, or a bucket damaged since.
+// says, or a bucket whose entries no longer fit it.
 var ErrFormat = errors.New("not a whole flat store file")
 
 // castagnoli is CRC-32C, which the header and the table are checked with.

@@ -26,8 +26,9 @@ const (
 
 // Store is a file that Build wrote, open for lookups. It is safe for
 // concurrent use. Its memory is its table (8 bytes a bucket) and a buffer
-// of a bucket's size for each lookup in progress; the nodes stay in the
-// file (and the operating system's page cache).
+// for each lookup in progress, taken from a pool: at least 16 KiB, more
+// for a larger bucket. The nodes stay in the file (and the operating
+// system's page cache).
 type Store struct {
 	f     *os.File
 	h     Header
@@ -113,7 +114,8 @@ func (s *Store) Header() Header { return s.h }
 
 // Lookup returns a copy of the node named h. It reads h's bucket from the
 // file, one read, and scans it. Its error is ErrNotFound if the file does
-// not hold h, one that wraps ErrFormat if the bucket is damaged, or the
+// not hold h, one that wraps ErrFormat if the bucket's entries no longer
+// fit it (see the package doc for damage it does not catch), or the
 // read's.
 func (s *Store) Lookup(h ledger.Hash) ([]byte, error) {
 	bucket := bucketOf(h, s.h.Bits)

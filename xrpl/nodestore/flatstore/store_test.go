@@ -171,9 +171,10 @@ func TestConcurrentLookups(t *testing.T) {
 	}
 }
 
-// TestBuildFailsCleanly: a build whose nodes come out of order, twice, or
-// whose source fails, returns that error and leaves the file at its path
-// as it was, and no temporary file.
+// TestBuildFailsCleanly: a build whose nodes come out of order (whether
+// or not its source heeds add's error), twice, or whose source fails,
+// returns that error and leaves the file at its path as it was, and no
+// temporary file.
 func TestBuildFailsCleanly(t *testing.T) {
 	nodes := nodesOf(t, 100)
 	_, path := build(t, nodes[:10], 10)
@@ -191,6 +192,12 @@ func TestBuildFailsCleanly(t *testing.T) {
 	}{
 		{"out of order", each(swapped), "want ascending hashes"},
 		{"twice", each(append(slices.Clone(nodes[:50]), nodes[49:]...)), "want ascending hashes"},
+		{"out of order, the error ignored", func(add func(ledger.Hash, []byte) error) error {
+			for _, n := range swapped {
+				_ = add(n.h, n.data) // a careless source goes on
+			}
+			return nil
+		}, "want ascending hashes"},
 		{"source failed", func(add func(ledger.Hash, []byte) error) error {
 			if err := each(nodes[:30])(add); err != nil {
 				return err
