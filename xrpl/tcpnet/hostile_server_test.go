@@ -199,6 +199,7 @@ func TestServerFrameTimeout(t *testing.T) {
 		if !ended(nc) {
 			t.Fatal("the connection is still open")
 		}
+		synctest.Wait() // the reader closes the connection before it counts the time-out
 		if st := s.Stats(); st.TimedOut != 1 || st.Requests != 0 {
 			t.Errorf("stats %+v, want 1 timed out, no request", st)
 		}
