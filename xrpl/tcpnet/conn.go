@@ -161,15 +161,32 @@ func (c *Conn) Send(requestID peer.RequestID, message any) error {
 	if err != nil {
 		return err
 	}
-	if err := c.enqueue(frame); err != nil {
-		return err
-	}
-	if _, ok := message.(wire.Ping); ok {
+	// Counted as asked before it is queued: once queued, the writer may
+	// send it and the peer answer it before this goroutine runs again, and
+	// an answer counted first would leave the question counted as
+	// unanswered (the connection dropped as idle AnswerTimeout later, a
+	// pong taken as unsolicited).
+	_, ping := message.(wire.Ping)
+	if ping {
 		c.pings.Add(1)
 	}
 	c.asking()
+	if err := c.enqueue(frame); err != nil {
+		if ping {
+			c.pings.Add(-1)
+		}
+		c.unasking()
+		return err
+	}
+	if sendQueued != nil {
+		sendQueued()
+	}
 	return nil
 }
+
+// sendQueued, if set, is called by Send once it has queued a frame and
+// counted it: tests set it to let the peer answer at that moment.
+var sendQueued func()
 
 // Skipped returns how many frames the peer sent of types the Conn does not
 // decode, and skipped.
@@ -203,6 +220,22 @@ func (c *Conn) asking() {
 	defer c.dl.Unlock()
 	c.asked++
 	if c.asked == 1 && !c.midFrame {
+		c.armLocked()
+	}
+}
+
+// unasking takes back what asking counted, for a frame that was not sent
+// after all.
+func (c *Conn) unasking() {
+	if c.answerIn <= 0 {
+		return
+	}
+	c.dl.Lock()
+	defer c.dl.Unlock()
+	if c.asked > 0 {
+		c.asked--
+	}
+	if c.asked == 0 && !c.midFrame {
 		c.armLocked()
 	}
 }

@@ -300,3 +300,92 @@ func TestRedialBacksOff(t *testing.T) {
 		t.Errorf("seeds 1 and 2 gave the same waits: %v", at)
 	}
 }
+
+// TestAnswerBeforeSendReturns: a peer that answers a query, or a ping,
+// before Send has returned (the frame written, answered and read while
+// Send's goroutine was still on its way out) has answered: it is not
+// dropped as idle AnswerTimeout later, and its pong is not unsolicited.
+// (Before: Send counted the question only after queuing it, so an answer
+// that fast was counted first; the injected hook makes it that fast.)
+func TestAnswerBeforeSendReturns(t *testing.T) {
+	const timeout = 5 * time.Second
+	req := ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}}
+	for _, c := range []struct {
+		name    string
+		id      peer.RequestID
+		message any
+		answer  any
+	}{
+		{"query", 1 << 24, req, testLedger.Answer(req)},
+		{"ping", 7, wire.Ping{}, wire.Pong{}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var unsolicited int
+				host := &quietHost{}
+				conn, far := pipeConn(t, host, ConnConfig{AnswerTimeout: timeout, Traffic: func(_ peer.ID, _ int, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if errors.Is(err, ErrUnsolicited) {
+						unsolicited++
+					}
+				}})
+				answer, _ := wire.AppendMessage(nil, uint64(c.id), c.answer)
+				go func() {
+					_, _ = wire.ReadFrame(far, 0)
+					_, _ = far.Write(answer)
+					drain(far)
+				}()
+				sendQueued = synctest.Wait // the peer answers before Send returns
+				defer func() { sendQueued = nil }()
+				if err := conn.Send(c.id, c.message); err != nil {
+					t.Fatal(err)
+				}
+				sendQueued = nil
+				elapse(2 * timeout)
+				if err := conn.Err(); err != nil {
+					t.Fatalf("dropped after answering: %v", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if unsolicited != 0 {
+					t.Fatalf("%d pongs taken as unsolicited", unsolicited)
+				}
+			})
+		})
+	}
+}
+
+// TestRefusedSendIsNotAsked: a query Send refuses (the queue full) is not
+// one the peer owes an answer: once the peer has answered the queries
+// that went out, it is not dropped as idle.
+func TestRefusedSendIsNotAsked(t *testing.T) {
+	const timeout = 5 * time.Second
+	synctest.Test(t, func(t *testing.T) {
+		req := ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}}
+		conn, far := pipeConn(t, &quietHost{}, ConnConfig{AnswerTimeout: timeout, QueueLen: 1})
+		if err := conn.Send(1<<24, req); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the writer holds the first, blocked on the pipe
+		if err := conn.Send(1<<24+1, req); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Send(1<<24+2, req); !errors.Is(err, ErrQueueFull) {
+			t.Fatalf("third Send: %v, want ErrQueueFull", err)
+		}
+		go func() {
+			for id := range uint64(2) {
+				_, _ = wire.ReadFrame(far, 0)
+				answer, _ := wire.AppendMessage(nil, 1<<24+id, testLedger.Answer(req))
+				_, _ = far.Write(answer)
+			}
+			drain(far)
+		}()
+		elapse(2 * timeout)
+		if err := conn.Err(); err != nil {
+			t.Fatalf("dropped with both sent queries answered: %v", err)
+		}
+	})
+}
