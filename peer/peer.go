@@ -91,8 +91,9 @@ var (
 	// connected under its ID, such as an earlier connection to the same
 	// peer that a newer one has replaced.
 	ErrNotThatPeer = errors.New("peersched: another connection of the peer is connected")
-	// ErrIncomparablePeer: DisconnectPeer was given a Peer whose dynamic
-	// type cannot be compared with ==, so it cannot be told from another
-	// value; a pointer type can.
+	// ErrIncomparablePeer: DisconnectPeer was given a Peer that cannot be
+	// compared with == (its dynamic type is, or its value holds, a slice,
+	// map or func), so it cannot be told from another value; a pointer
+	// can.
 	ErrIncomparablePeer = errors.New("peersched: peer is not comparable")
 )

@@ -130,14 +130,19 @@ func (s *Scheduler) Disconnect(id peer.ID) error { return s.disconnect(id, nil) 
 // that a late end of an old connection never removes its successor.
 //
 // It fails, changing nothing, with peer.ErrNilPeer, peer.ErrIncomparablePeer
-// (p's dynamic type cannot be compared: use a pointer), peer.ErrUnknownPeer
+// (p cannot be compared with ==: its dynamic type is a slice, map or
+// func, or holds one, directly or in an interface field; use a pointer),
+// peer.ErrUnknownPeer
 // (nothing is connected under p's ID), peer.ErrNotThatPeer (another value
 // is) or ErrStopped.
 func (s *Scheduler) DisconnectPeer(p peer.Peer) error {
 	if p == nil {
 		return peer.ErrNilPeer
 	}
-	if !reflect.TypeOf(p).Comparable() {
+	// The value, not its type: a struct with an interface field is of a
+	// comparable type, but == panics on it when the field holds, say, a
+	// slice, and it would panic under the offers lock.
+	if !reflect.ValueOf(p).Comparable() {
 		return fmt.Errorf("%w: %T", peer.ErrIncomparablePeer, p)
 	}
 	return s.disconnect(p.ID(), p) // host code: ask before taking any lock

@@ -20,6 +20,16 @@ type valuePeer struct {
 func (p valuePeer) ID() peer.ID                    { return p.id }
 func (p valuePeer) Send(peer.RequestID, any) error { return nil }
 
+// anyPeer is a peer.Peer of a comparable type whose values may not be:
+// == panics on two that hold a slice in extra.
+type anyPeer struct {
+	id    peer.ID
+	extra any
+}
+
+func (p anyPeer) ID() peer.ID                    { return p.id }
+func (p anyPeer) Send(peer.RequestID, any) error { return nil }
+
 // TestDisconnectPeerRemovesOnlyThatConnection: a host whose new connection
 // to a peer replaces an old one, and whose old connection's reader reports
 // its end late, must not lose the new one. DisconnectPeer with the old
@@ -69,6 +79,18 @@ func TestDisconnectPeerErrors(t *testing.T) {
 		require.Contains(t, err.Error(), "valuePeer")
 		require.Equal(t, 1, w.usage("V").Limit, "still connected")
 		require.NoError(t, w.s.Disconnect("V"), "Disconnect by ID still works for it")
+
+		// Of a comparable type, but holding a slice: refused, not a panic
+		// under the offers lock (before: every call after it hung).
+		a := anyPeer{id: "W", extra: []int{1}}
+		require.NoError(t, w.s.Connect(a, 1))
+		err = w.s.DisconnectPeer(anyPeer{id: "W", extra: []int{1}})
+		require.ErrorIs(t, err, peer.ErrIncomparablePeer)
+		require.Equal(t, 1, w.usage("W").Limit, "still connected")
+		// One holding a comparable value is compared with the slice-holding
+		// one without a panic: their dynamic types differ.
+		require.ErrorIs(t, w.s.DisconnectPeer(anyPeer{id: "W", extra: 1}), peer.ErrNotThatPeer)
+		require.NoError(t, w.s.Disconnect("W"))
 
 		require.ErrorIs(t, w.s.DisconnectPeer(&hostPeer{id: "nobody"}), peer.ErrUnknownPeer)
 		p := &hostPeer{id: "B"}
