@@ -2,7 +2,7 @@ package hedge
 
 // Stats counts what a Hedger did. Counters only grow.
 type Stats struct {
-	// Requests is how many requests Request sent.
+	// Requests is how many requests Request and Send sent.
 	Requests uint64
 	// Slow is how many of them passed their soft deadline unanswered.
 	Slow uint64

@@ -173,7 +173,8 @@ func (c *Classes) Limit(id ClassID) (int, error) {
 
 // Room returns how many more requests class id could book now: the least,
 // over the class and its ancestors, of limit minus requests in flight (0 if
-// any is full; math.MaxInt if none has a limit). It fails with an error
+// any is full; if none has a limit, math.MaxInt less the most any of them
+// has in flight). It fails with an error
 // wrapping ErrUnknownClass.
 func (c *Classes) Room(id ClassID) (int, error) {
 	if !c.valid(id) {

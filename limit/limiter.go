@@ -13,7 +13,8 @@ import (
 //
 // # The contract between the scheduler and a Limiter
 //
-//   - Limit is always within the Bounds the host gave at Connect, and equals
+//   - Limit is always within the Bounds the host gave at ConnectWith
+//     (peer.Options.Bounds), and equals
 //     Bounds.Start until the first Observe.
 //   - Limit changes only inside Observe, so the scheduler may read it once
 //     after each Observe and keep the value.
@@ -26,8 +27,10 @@ import (
 //     own lock: implementations need no locking, must return quickly, and
 //     must not call back into the scheduler.
 //   - Requests that end for reasons that say nothing about the peer's
-//     capacity (the peer disconnected, the scheduler stopped, the sender
-//     withdrew) are not observed.
+//     capacity (the peer disconnected, the scheduler stopped, the host
+//     refused the send) are not observed. A request whose receiver was
+//     withdrawn is still in flight at the peer, and is observed when its
+//     response or deadline comes.
 //
 // Hosts may implement Limiter themselves; Fixed and Vegas are the two this
 // package provides.

@@ -116,7 +116,7 @@ var ErrBadConfig = errors.New("limit: bad config")
 // standing queue of Alpha..Beta requests creep into the floor, window after
 // window. So every ProbeEvery deciding rounds, Vegas drains its own queue
 // first: for one round (as long as the old limit) the limit is half the pipe
-// estimate, ⌊P/2⌋; during the next round (as long as that) it measures, and
+// estimate rounded up, ⌊⌈P⌉/2⌋; during the next round (as long as that) it measures, and
 // the floor becomes that round's roundMin, higher or lower than before. Then
 // the limit returns to the value the deciding round gave it. The two probe
 // rounds ignore losses, and one that measures nothing keeps the old floor.

@@ -154,7 +154,8 @@ type Channel struct {
 	// offer was made: its current limit, fixed or adaptive.
 	// ChannelsClosed/Limit is how loaded the peer is.
 	Limit int
-	// RTT is the peer's smoothed response time; 0 until it has answered once.
+	// RTT is the peer's smoothed response time; 0 until one of its requests
+	// has been answered or has timed out.
 	RTT time.Duration
 }
 
@@ -288,7 +289,8 @@ type Request struct {
 // Send sends r.Message as a request on the i-th channel, closing it, and
 // returns the request's ID. r.Receiver is called exactly once with the
 // response or the failure (after r.Timeout without a response, when the
-// peer disconnects, or when the scheduler stops), unless withdrawn. On
+// peer refuses it (Scheduler.Refuse), when the peer disconnects, or when
+// the scheduler stops), unless withdrawn. On
 // error nothing was sent, the channel stays open, and the receiver is
 // never called. Errors: ErrExpired, ErrNoSuchChannel, ErrChannelUsed,
 // ErrSizeExceeded, ErrPeerGone, ErrPeerAtLimit, receiver.ErrNilReceiver,
@@ -332,7 +334,9 @@ func (o Offer) RequestSoft(i int, message any, r receiver.Receiver, soft, hard t
 
 // Notify sends message as a notification on the i-th channel, closing it until
 // digest has passed: the time the peer needs to take the message in. Errors
-// are those of Request, less the receiver's.
+// are Send's, less receiver.ErrNilReceiver and receiver.ErrTooManyRequests
+// (notifications are not counted against Config.MaxRequests); digest must
+// be positive (receiver.ErrBadTimeout).
 func (o Offer) Notify(i int, message any, digest time.Duration) error {
 	if o.carrier == nil {
 		return ErrExpired

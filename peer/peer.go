@@ -22,7 +22,8 @@ import (
 // ID names a peer. Two connections that report the same ID are the same peer
 // as far as the scheduler is concerned, so at most one may be connected at a
 // time; a peer that disconnects and connects again under the same ID is a new
-// peer that inherits nothing from the old one.
+// connection: it keeps no channel, limit, rate or request of the old one
+// (its PeerStats counters go on: see scheduler.Config.KeepDepartedPeers).
 type ID string
 
 // Peer is the host's handle on one connection. The scheduler calls Send
@@ -43,10 +44,12 @@ type Peer interface {
 	Send(id RequestID, message any) error
 }
 
-// RequestID names one request for the lifetime of its scheduler: the
-// scheduler gives it to the host with the message (Peer.Send), the host
-// hands it back with the response (Scheduler.Deliver, Scheduler.Refuse),
-// and the request's receiver is told it. IDs are never zero, so a zero ID
+// RequestID names one outstanding request. The scheduler gives it to the
+// host with the message (Peer.Send), the host hands it back with the
+// response (Scheduler.Deliver, Scheduler.Refuse), and the request's
+// receiver is told it. Without scheduler.Config.RequestIDs a scheduler
+// never issues an ID twice; with a range, an ID is issued again once its
+// request has ended (Config.RequestIDs says how long it waits first). IDs are never zero, so a zero ID
 // on the wire can mean "not a request" (a notification). It lives here,
 // with the Peer interface, because it crosses the host boundary both ways.
 type RequestID uint64
@@ -67,7 +70,7 @@ type Usage struct {
 	ChannelsOpen   int           // channels that may carry a message now
 	ChannelsClosed int           // messages in flight
 	Limit          int           // the peer's current limit
-	RTT            time.Duration // the peer's smoothed response time; 0 until it has answered once
+	RTT            time.Duration // the peer's smoothed response time; 0 until one of its requests has been answered or has timed out
 }
 
 // Errors returned for bad input about peers, by the scheduler's Connect,
@@ -84,8 +87,9 @@ var (
 	// ErrTooManyChannels is returned when a peer asks for more channels than
 	// the pool can count (see MaxChannelsPerPeer).
 	ErrTooManyChannels = errors.New("peersched: too many channels for one peer")
-	// ErrNilLimiter is returned when a peer is connected with a nil Limiter
-	// where one is required.
+	// ErrNilLimiter is for a peer connected with a nil Limiter where one is
+	// required. The scheduler never returns it (peer.Options.NewLimiter
+	// never gives nil); it is here for other users of a Limiter.
 	ErrNilLimiter = errors.New("peersched: limiter is nil")
 	// ErrNotThatPeer: DisconnectPeer was given a Peer other than the one
 	// connected under its ID, such as an earlier connection to the same

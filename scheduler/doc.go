@@ -54,7 +54,7 @@
 //
 // # Traffic control
 //
-// Three controls decide how much is sent, on top of the offers' fairness;
+// Four controls decide how much is sent, on top of the offers' fairness;
 // none of them returns an error to a sender, which simply waits its turn:
 //
 //   - Each peer has a limit on its messages in flight: fixed (Connect) or
@@ -62,6 +62,10 @@
 //     timeouts and refusals of the peer's requests: a host that learns a
 //     peer turned a request away, overloaded, tells the scheduler with
 //     Refuse). A peer's channels are only open below its current limit.
+//   - A peer may be paced (ConnectWith with peer.Options.Rate): it is
+//     offered no channel whose message would take it over its rate, each
+//     message costing the rate's Cost or what its sender declares
+//     (offer.Options.Cost).
 //   - Config.Budget caps the application's messages in flight and their
 //     rate, over every peer, and perhaps their bytes per second, counted
 //     at the sizes senders declare in ScheduleWith.

@@ -10,7 +10,7 @@ import (
 // this package are below, and the others are:
 //
 //   - peer: ErrNilPeer, ErrBadChannels, ErrAlreadyConnected, ErrUnknownPeer,
-//     ErrTooManyChannels, ErrNilLimiter (Connect, ConnectWith, Disconnect);
+//     ErrTooManyChannels (Connect, ConnectWith, Disconnect);
 //     ErrNotThatPeer, ErrIncomparablePeer (DisconnectPeer).
 //   - offer: ErrNilSender, ErrTooManySenders (Schedule); ErrExpired,
 //     ErrNoSuchChannel, ErrChannelUsed, ErrSizeExceeded, ErrPeerGone,
@@ -20,11 +20,12 @@ import (
 //     ErrLateResponse, ErrWrongResponseType (Deliver and Refuse);
 //     ErrBadIDRange (New). A request's failure is a receiver.Reason, an
 //     error too (Call returns it).
-//   - limit: ErrBadBounds (ConnectWith), ErrUnknownClass (ScheduleWith),
-//     and the class errors New wraps in ErrBadConfig.
+//   - limit: ErrBadBounds and ErrBadRate (ConnectWith), ErrUnknownClass
+//     (ScheduleWith), and the class errors New wraps in ErrBadConfig.
 //
 // Every message starts with the name of the package that made it
-// ("peersched: " for this one and the four above), once: context is added
+// ("peersched: " for this one, peer, offer and receiver; "limit: " for
+// limit), once: context is added
 // after the sentinel's text, never before it. A call that returns an error
 // has changed nothing, unless its documentation says otherwise.
 var (

@@ -147,6 +147,51 @@ func TestPromise20_NoTwoOutstandingRequestsShareAnID(t *testing.T) {
 	})
 }
 
+// TestPromise20_WithoutARangeNoIDIsIssuedTwice: with no Config.RequestIDs,
+// requests that come and go over two channels for a thousand laps (so
+// the table's slots are reused again and again), answered, timed out and
+// withdrawn, never get an ID issued before; another answer to the last
+// lap's request is dropped (a duplicate, or late if it timed out), never
+// taken by the request now in its slot.
+func TestPromise20_WithoutARangeNoIDIsIssuedTwice(t *testing.T) {
+	inBubble(t, Config{}, func(w *world) {
+		w.connect("A", 2)
+		rec := newOutcomes()
+		issued := map[peer.RequestID]bool{}
+		var last peer.RequestID
+		var lastEnded error // what a second answer to last is: a duplicate, or late
+		for step := range 1000 {
+			a := sendOneTo(w, "A", rec, 10*time.Millisecond)
+			b := sendOneTo(w, "A", rec, 10*time.Millisecond)
+			for _, id := range []peer.RequestID{a, b} {
+				require.False(t, issued[id], "step %d: ID %d issued twice", step, id)
+				issued[id] = true
+			}
+			switch step % 3 {
+			case 0:
+				require.NoError(t, w.s.Deliver("A", a, "ok"))
+				require.NoError(t, w.s.Deliver("A", b, "ok"))
+			case 1:
+				w.advance(10 * time.Millisecond) // both time out
+			case 2:
+				require.True(t, w.s.WithdrawReceiver(a))
+				require.NoError(t, w.s.Deliver("A", a, "unheard"))
+				require.NoError(t, w.s.Deliver("A", b, "ok"))
+			}
+			if last != 0 {
+				// The previous step's request, whose slot is now reused.
+				require.ErrorIs(t, w.s.Deliver("A", last, "again"), lastEnded)
+			}
+			last, lastEnded = a, receiver.ErrDuplicateResponse
+			if step%3 == 1 {
+				lastEnded = receiver.ErrLateResponse
+			}
+		}
+		require.Len(t, issued, 2000)
+		require.Zero(t, w.s.Stats().RequestsInFlight)
+	})
+}
+
 // TestPromise20_ResponsesToAReusedIDNeverCompleteTheWrongRequest: request
 // ID x times out on peer A. While x is unused its late response is dropped
 // as late; once the range wraps and x names a new request to B, A's late

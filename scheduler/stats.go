@@ -22,7 +22,7 @@ type Stats struct {
 	RequestsInFlight int // sent and not yet ended, withdrawn ones included
 
 	Counters
-	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks and host sends
+	PanicsHandled uint64 // panics recovered, and runtime.Goexit calls seen, in callbacks, host sends and peers' Limiters
 	// RequestIDsReusedEarly counts the request IDs issued to a peer while
 	// still quarantined for it, Config.RequestIDs being too small for
 	// the traffic (see Config.RequestIDs): a late answer from that peer to
