@@ -123,6 +123,8 @@ func (f *floor) waitOutstanding() { f.out.waitNonEmpty() }
 // returns.
 func (f *floor) caughtUp() {}
 
+func (f *floor) trailing() int { return 0 }
+
 func (f *floor) close() {}
 
 func (f *floor) err() error { return nil }

@@ -99,6 +99,15 @@ func (f *fifo) waitNonEmpty() {
 	}
 }
 
+// len returns how many requests the FIFO holds.
+func (f *fifo) len() int {
+	if f.shared {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+	}
+	return f.n
+}
+
 func (f *fifo) pop() (outstanding, bool) {
 	if f.shared {
 		f.mu.Lock()
@@ -159,8 +168,10 @@ func timeSteps(b *testing.B, sys system) {
 			b.Fatal(err)
 		}
 	}
+	trailing := sys.trailing()
 	sys.caughtUp()
 	b.StopTimer()
+	b.ReportMetric(float64(trailing), "trailing")
 	if err := sys.err(); err != nil {
 		b.Fatal(err)
 	}
@@ -183,6 +194,11 @@ type system interface {
 	// caughtUp blocks until every request answered by a step has been
 	// replaced: the system has as many outstanding as it was filled with.
 	caughtUp()
+	// trailing returns how many requests answered by the steps have not
+	// been replaced yet: how far the sends trail the steps. Benchmarks
+	// report it as of the last step (metric "trailing"), before waiting
+	// for caughtUp.
+	trailing() int
 	// answered returns how many requests have been answered so far.
 	answered() uint64
 	// outstanding returns how many requests are outstanding.

@@ -169,6 +169,8 @@ func (n *naive) waitOutstanding() { n.out.waitNonEmpty() }
 // returns.
 func (n *naive) caughtUp() {}
 
+func (n *naive) trailing() int { return 0 }
+
 // close stops every timer, so a million of them do not linger for an hour.
 func (n *naive) close() {
 	n.mu.Lock()

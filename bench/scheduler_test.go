@@ -238,6 +238,15 @@ func (sys *schedSystem) caughtUp() {
 	}
 }
 
+// trailing is how far the drainer's sends trail the steps: 0 inline, and
+// 0 for a system whose sends go to no FIFO.
+func (sys *schedSystem) trailing() int {
+	if sys.inline || sys.out == nil {
+		return 0
+	}
+	return sys.filled - sys.out.len()
+}
+
 func (sys *schedSystem) answered() uint64 { return sys.rcv.responses.Load() }
 
 func (sys *schedSystem) outstanding() int { return sys.s.Stats().RequestsInFlight }
