@@ -23,10 +23,11 @@
 //	peersched_stopped                      gauge: 1 once stopped
 //	peersched_requests_sent_total          counter
 //	peersched_notifications_sent_total     counter
-//	peersched_send_errors_total            counter: sends the host refused
+//	peersched_send_errors_total            counter: sends the host refused or panicked on
 //	peersched_requests_ended_total         counter, by outcome
 //	peersched_responses_dropped_total      counter, by reason
 //	peersched_panics_handled_total         counter
+//	peersched_request_ids_reused_early_total counter: IDs issued while quarantined (Config.RequestIDs too small)
 //	peersched_response_time_seconds        histogram
 //
 // and each peer, labelled peer="<ID>":
@@ -104,7 +105,7 @@ type Collector struct {
 	peerLabel func(peer.ID) string
 
 	peers, channelsOpen, channelsClosed, sendersWaiting, sendersParked, inFlight, stopped *prometheus.Desc
-	sent, notified, sendErrors, ended, dropped, panics, responseTimes                     *prometheus.Desc
+	sent, notified, sendErrors, ended, dropped, panics, reusedEarly, responseTimes        *prometheus.Desc
 
 	peerConnected, peerSent, peerNotified, peerSendErrors, peerEnded, peerDropped, peerResponseTimes *prometheus.Desc
 	peerOpen, peerInFlight, peerLimit, peerRTT                                                       *prometheus.Desc
@@ -137,7 +138,8 @@ func NewCollector(s *scheduler.Scheduler, opts Options) *Collector {
 	c.sendErrors = desc("send_errors_total", "Sends the host refused or panicked on.")
 	c.ended = desc("requests_ended_total", "Requests ended, by outcome.", "outcome")
 	c.dropped = desc("responses_dropped_total", "Responses and refusals dropped, by reason.", "reason")
-	c.panics = desc("panics_handled_total", "Panics recovered, and runtime.Goexit calls seen, in callbacks and host sends.")
+	c.panics = desc("panics_handled_total", "Panics recovered, and runtime.Goexit calls seen, in callbacks, host sends and peers' Limiters.")
+	c.reusedEarly = desc("request_ids_reused_early_total", "Request IDs issued to a peer while still quarantined for it: Config.RequestIDs is too small for the traffic.")
 	c.responseTimes = desc("response_time_seconds", "Time from a request's send to its response, for the requests answered.")
 
 	c.peerConnected = desc("peer_connected", "1 for a connected peer, 0 for a departed one whose counters are kept.", "peer")
@@ -150,7 +152,7 @@ func NewCollector(s *scheduler.Scheduler, opts Options) *Collector {
 	c.peerOpen = desc("peer_channels_open", "The peer's channels that may carry a message now.", "peer")
 	c.peerInFlight = desc("peer_in_flight", "The peer's messages in flight: its closed channels.", "peer")
 	c.peerLimit = desc("peer_limit", "How many messages the peer may have in flight.", "peer")
-	c.peerRTT = desc("peer_smoothed_rtt_seconds", "The peer's smoothed response time, which ranks its channels in offers; 0 before its first response.", "peer")
+	c.peerRTT = desc("peer_smoothed_rtt_seconds", "The peer's smoothed response time, which ranks its channels in offers; 0 until one of its requests has been answered or has timed out.", "peer")
 	return c
 }
 
@@ -158,7 +160,7 @@ func NewCollector(s *scheduler.Scheduler, opts Options) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.peers, c.channelsOpen, c.channelsClosed, c.sendersWaiting, c.sendersParked, c.inFlight, c.stopped,
-		c.sent, c.notified, c.sendErrors, c.ended, c.dropped, c.panics, c.responseTimes,
+		c.sent, c.notified, c.sendErrors, c.ended, c.dropped, c.panics, c.reusedEarly, c.responseTimes,
 	} {
 		ch <- d
 	}
@@ -199,6 +201,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.dropped, r.n, r.name)
 	}
 	counter(c.panics, st.PanicsHandled)
+	counter(c.reusedEarly, st.RequestIDsReusedEarly)
 	ch <- prometheus.MustNewConstHistogram(c.responseTimes, st.ResponseTimes.Count, st.ResponseTimes.Sum.Seconds(),
 		buckets(&st.ResponseTimes))
 

@@ -224,6 +224,36 @@ peersched_peers 2
 	})
 }
 
+// TestCollectorRequestIDsReusedEarly: with a range of two IDs, an ID
+// issued again to the peer its timed-out request went to, while still
+// quarantined for it, is counted.
+func TestCollectorRequestIDsReusedEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t, scheduler.Config{RequestIDs: receiver.IDRange{Lo: 1, Hi: 3}})
+		b.connect("alice", 1)
+		c := NewCollector(b.s, Options{NoPeers: true})
+		const name = "peersched_request_ids_reused_early_total"
+		want := func(n int) string {
+			return fmt.Sprintf("# HELP %s Request IDs issued to a peer while still quarantined for it: Config.RequestIDs is too small for the traffic.\n# TYPE %s counter\n%s %d\n", name, name, name, n)
+		}
+		x := b.request("alice")
+		b.advance(time.Second) // x times out, and is quarantined for alice
+		y := b.request("alice")
+		if err := b.s.Deliver("alice", y, "pong"); err != nil {
+			t.Fatal(err)
+		}
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want(0)), name); err != nil {
+			t.Fatal(err)
+		}
+		if again := b.request("alice"); again != x {
+			t.Fatalf("issued %d, want %d again, early", again, x)
+		}
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want(1)), name); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // TestCollectorPeerComesBack: a peer that leaves stays exported, not
 // connected, with its counters; when it comes back they go on, never
 // down, with the same created timestamp. Once forgotten and back, its

@@ -7,9 +7,9 @@
 // Every node serves what it holds, partial subtrees included, so the
 // ledger spreads as it arrives; serving nodes have finite capacity
 // (simnet's ServiceQueue: workers, service times, a bounded queue that
-// drops or refuses what it cannot hold). Run reports, per strategy, when
-// 50%, 99% and 100% of the fetching nodes held the verified ledger, the
-// serving nodes' worst queueing delay, peak load and drops, bytes sent,
+// drops or refuses what it cannot hold). Run reports, for the strategy it
+// is given, when 50%, 99% and 100% of the fetching nodes held the verified
+// ledger, the serving nodes' worst queueing delay, peak load and drops, bytes sent,
 // duplicate objects received, and Jain's fairness index of the completion
 // times. Every serving node limits each neighbour as a rippled peer does
 // (package resource: fees, warnings, cuts and refused redials, queries

@@ -7,7 +7,7 @@ import "runtime/debug"
 // fetching nodes' long-lived state (about 55 kB a node at ledger 40000),
 // and at the default of 100 the heap grows to twice that between
 // collections: with fragmentation and the nodes' goroutine stacks, a
-// 10,000-node run peaked at 1.5 GB RSS. At 40 it peaks at 1.13 GB, for a
+// 10,000-node run peaked at 1.5 GB RSS. At 40 it peaks at 1.11 to 1.14 GB, for a
 // few seconds more collecting (BENCHMARKS.md, "The overlay at 10,000
 // nodes").
 const gcPercent = 40

@@ -50,8 +50,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		fmt.Fprint(stderr, `overlaysim simulates an overlay of nodes that all fetch the same new ledger
 from their neighbours, a few seeders holding it at the start, in virtual time
 and deterministically from -seed. Each fetching node runs its own scheduler
-and fetch (or the peer set they replace); every node serves what it holds,
-partial subtrees included, through a service queue of finite capacity. It
+and fetch (or the peer set they replace, or rippled's own acquisition);
+every node serves what it holds, partial subtrees included, through a
+service queue of finite capacity. It
 prints, per strategy, when 50%, 99% and 100% of the fetching nodes held the
 verified ledger, the load on the serving nodes, traffic and fairness.
 
@@ -76,7 +77,7 @@ Flags:
 	fs.DurationVar(&minLatency, "min-latency", overlay.DefaultMinLatency, "shortest one-way link latency")
 	fs.DurationVar(&maxLatency, "max-latency", overlay.DefaultMaxLatency, "longest one-way link latency")
 	fs.DurationVar(&o.cfg.TimeLimit, "time-limit", overlay.DefaultTimeLimit, "virtual time after which fetches still running count as incomplete")
-	fs.StringVar(&peerLimits, "peer-limits", "on", "on: every node limits its neighbours as a rippled peer does (fees per query, a warning at a balance of 5,000, a cut at 25,000 and refused redials, queries dropped while 192 answers are queued); off: it only counts, to compare")
+	fs.StringVar(&peerLimits, "peer-limits", "on", "on: every node limits its neighbours as a rippled peer does (fees per query, a warning at a balance of 5,000, a cut at 25,000 and refused redials, queries dropped while 192 answers are queued); off: no cuts, refused redials or dropped queries; warnings and balances are still counted, to compare")
 	fs.BoolVar(&o.json, "json", false, "print the results as JSON instead of tables")
 	fs.StringVar(&o.svg, "svg", "", "write the completion curves to this SVG file")
 	if err := fs.Parse(args); err != nil {
