@@ -48,11 +48,11 @@ import (
 //
 // Rerun and print it:
 //
-//	go test ./hedge -run TestTailExperiment -v
+//	go test ./xrpl/simnet -run TestTailExperiment -v
 //
 // and after a deliberate change, rewrite the pinned table with
 //
-//	go test ./hedge -run TestTailExperiment -update-tail
+//	go test ./xrpl/simnet -run TestTailExperiment -update-tail
 
 var updateTail = flag.Bool("update-tail", false, "rewrite testdata/tail.md with this run's table")
 
@@ -297,7 +297,7 @@ func TestTailExperiment(t *testing.T) {
 	case race.Enabled:
 		// Its outcome is exact, and the Hedger's code runs under -race in
 		// the package's other tests.
-		t.Skip("the tail experiment is slow under -race; run it without: go test ./hedge -run TestTailExperiment")
+		t.Skip("the tail experiment is slow under -race; run it without: go test ./xrpl/simnet -run TestTailExperiment")
 	}
 	var rows []tailRow
 	for _, s := range tailSettings() {
@@ -336,7 +336,7 @@ func TestTailSeeds(t *testing.T) {
 	case testing.Short():
 		t.Skip("the tail sweep runs twenty streams of 100,000 requests; skipped with -short")
 	case race.Enabled:
-		t.Skip("the tail sweep is slow under -race; run it without: go test ./hedge -run TestTailSeeds")
+		t.Skip("the tail sweep is slow under -race; run it without: go test ./xrpl/simnet -run TestTailSeeds")
 	}
 	settings := tailSettings()
 	fixedSetting, hedgedSetting := settings[0], settings[3]

@@ -56,9 +56,14 @@ type Behaviour struct {
 	// DropAfter, if positive, makes the server drop every connection and
 	// stop listening once it has read that many requests: the peer that
 	// goes away midway. It listens again on the same address after DownFor
-	// (0 means never, until Restart).
+	// (0 means never, until Restart), and drops again after as many more.
 	DropAfter int
-	DownFor   time.Duration
+	// DropAfterObjects is DropAfter counted in the objects the requests
+	// ask for, for a client whose requests vary in size: the server goes
+	// down after the request that takes the count to a multiple of it, or
+	// past one.
+	DropAfterObjects int
+	DownFor          time.Duration
 }
 
 // DefaultLateBy is the delay a Late answer gets when Behaviour.LateBy is 0:

@@ -54,7 +54,8 @@ type ServerStats struct {
 	Replies  int // replies written
 	Objects  int // objects in the replies written
 	Refused  int // connections closed for a bad frame
-	Drops    int // times Behaviour.DropAfter took the server down
+	Drops    int // times Behaviour.DropAfter or DropAfterObjects took the server down
+	Asked    int // objects the requests counted in Requests asked for
 
 	// Rippled's accounts of each client address (see package resource):
 	// the charges, the warnings, the connections cut for their charges
@@ -348,7 +349,7 @@ func (s *Server) serveLocked(nc net.Conn) *serverConn {
 
 // plan decides the replies to one request that c read, returns them with
 // the moment they count from, and says whether the server must go down
-// after it (Behaviour.DropAfter). The moment is read under s.mu, so requests
+// after it (Behaviour.DropAfter, DropAfterObjects). The moment is read under s.mu, so requests
 // reach the service queue in the order of their times. A request read on a
 // connection that Kill has already dropped gets no reply and is not counted:
 // it never reached the server that is up now.
@@ -360,13 +361,17 @@ func (s *Server) plan(dst []reply, c *serverConn, id uint64, req ledger.GetObjec
 		return dst, now, false
 	}
 	s.stats.Requests++
+	before := s.stats.Asked
+	s.stats.Asked += len(req.Hashes)
 	b := &s.cfg.Behaviour
 	truncated := false
 	dst = b.plan(dst, s.rng, s.cfg.Nodes, s.queue, now, id, req, &truncated)
 	if truncated {
 		s.stats.Truncated++
 	}
-	return dst, now, b.DropAfter > 0 && s.stats.Requests%b.DropAfter == 0
+	drop := b.DropAfter > 0 && s.stats.Requests%b.DropAfter == 0 ||
+		b.DropAfterObjects > 0 && s.stats.Asked/b.DropAfterObjects > before/b.DropAfterObjects
+	return dst, now, drop
 }
 
 // charge charges c's address fee and reports whether the connection must be

@@ -196,6 +196,42 @@ func TestDropAfter(t *testing.T) {
 	}
 }
 
+// TestDropAfterObjects: a server told to drop after n objects asked for
+// drops after the request that takes the count past n (whatever the
+// requests' sizes), comes back after DownFor, and drops again at 2n.
+func TestDropAfterObjects(t *testing.T) {
+	ctx := testContext(t)
+	s := newServer(t, Behaviour{DropAfterObjects: 10, DownFor: 10 * time.Millisecond})
+	host := newFakeHost()
+	c := NewClient(host, ClientConfig{RedialMin: time.Millisecond, RedialMax: 5 * time.Millisecond})
+	defer c.Close()
+	c.Add("s", s.Addr())
+	recv(t, ctx, host.connectCh, "the first connection")
+	ask := func(id uint64, objects int) {
+		t.Helper()
+		hashes := make([]ledger.Hash, objects)
+		for i := range hashes {
+			hashes[i] = testLedger.Root()
+		}
+		if err := host.peer("s").Send(peer.RequestID(id), ledger.GetObjects{Hashes: hashes}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ask(1, 4)
+	ask(2, 5) // 9: not yet
+	ask(3, 3) // 12: past 10
+	recv(t, ctx, host.disconnects, "the drop")
+	recv(t, ctx, host.connectCh, "the comeback")
+	if st := s.Stats(); st.Drops != 1 || st.Requests != 3 || st.Asked != 12 {
+		t.Fatalf("stats %+v, want 1 drop after 3 requests of 12 objects", st)
+	}
+	ask(4, 8) // 20: at 2n
+	recv(t, ctx, host.disconnects, "the second drop")
+	if st := s.Stats(); st.Drops != 2 || st.Asked != 20 {
+		t.Fatalf("stats %+v, want a second drop at 20 objects", st)
+	}
+}
+
 func TestServerErrors(t *testing.T) {
 	if _, err := NewServer(ServerConfig{}); err == nil {
 		t.Error("a server without a ledger")

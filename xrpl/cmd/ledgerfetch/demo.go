@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/peersched/peersched/peer"
-	"github.com/peersched/peersched/xrpl/fetch"
 	"github.com/peersched/peersched/xrpl/simnet"
 	"github.com/peersched/peersched/xrpl/tcpnet"
 )
@@ -28,8 +27,8 @@ type demoPeer struct {
 	latency simnet.Latency
 	loss    float64
 	faults  simnet.FaultRates
-	// dropAfter is, for the dropper, how many requests it serves before it
-	// drops (over TCP); dropAt is when it drops (simulated).
+	// dropAfter is, for the dropper, how many objects it is asked for
+	// before it drops (over TCP); dropAt is when it drops (simulated).
 	dropAfter int
 	dropAt    time.Duration
 	// limitsOff turns its rippled limits off (-peer-limits off).
@@ -37,7 +36,7 @@ type demoPeer struct {
 }
 
 // downFor is how long the dropper stays away.
-const downFor = 500 * time.Millisecond
+const downFor = 200 * time.Millisecond
 
 // misbehaviourRate is how often a misbehaving peer lies (see
 // tcpnet.Misbehaviour): often, but mostly it answers honestly, so that it
@@ -70,8 +69,12 @@ func demoPeers(o options, nodes int) []demoPeer {
 	}
 	if honestEnough() && !o.chaos {
 		peers[next].role = dropper
-		// Midway: half of an even share of the requests.
-		peers[next].dropAfter = max(nodes/max(o.batch, fetch.DefaultBatch)/o.peers/2, 1)
+		// Midway: half of an even share of the nodes, counted in what
+		// the requests ask for, since the fetch sizes its batches itself
+		// (counted in requests of DefaultBatch, as it once was, the
+		// default run's dropper was asked about 60 times, never the 134
+		// it waited for, and never dropped).
+		peers[next].dropAfter = max(nodes/o.peers/2, 1)
 		peers[next].dropAt = time.Second
 	}
 	for i := range peers {
@@ -88,7 +91,7 @@ func demoPeers(o options, nodes int) []demoPeer {
 func (p demoPeer) behaviour() tcpnet.Behaviour {
 	b := tcpnet.Behaviour{Latency: p.latency, Loss: p.loss, Faults: p.faults}
 	if p.role == dropper {
-		b.DropAfter, b.DownFor = p.dropAfter, downFor
+		b.DropAfterObjects, b.DownFor = p.dropAfter, downFor
 	}
 	return b
 }

@@ -61,10 +61,10 @@ func TestDemoPeers(t *testing.T) {
 	if len(latencies) != 16 {
 		t.Errorf("%d distinct latencies: %v", len(latencies), latencies)
 	}
-	if d := peers[13].dropAfter; d != 275_000/64/16/2 {
-		t.Errorf("drops after %d requests", d)
+	if d := peers[13].dropAfter; d != 275_000/16/2 {
+		t.Errorf("drops after %d objects", d)
 	}
-	if b := peers[13].behaviour(); b.DropAfter == 0 {
+	if b := peers[13].behaviour(); b.DropAfterObjects == 0 {
 		t.Error("the dropper does not drop")
 	}
 	if p := peers[0].profile(true, 16); p.RandomOutages == nil || p.Validate() != nil {
@@ -114,7 +114,7 @@ func TestDemoPeersAsPeersAreAdded(t *testing.T) {
 		}
 		o.chaos = true
 		for _, p := range demoPeers(o, 10_000) {
-			if p.role == dropper || p.behaviour().DropAfter != 0 {
+			if p.role == dropper || p.behaviour().DropAfterObjects != 0 {
 				t.Errorf("-peers %d -chaos: %s drops on its own", n, p.id)
 			}
 		}
