@@ -286,6 +286,14 @@ func (c *serverConn) respond() {
 // returns buf for the next batch: the same, or nil if a large reply grew it
 // past keepEncodeBuffer, so that a connection does not keep the largest
 // reply it ever wrote. It reports false if the connection failed.
+//
+// Only the batch's first reply waits for room in the server's reply
+// bytes (MaxReplyBytes), while the connection holds none; a later one
+// that finds no room ends the batch and waits for the next. Waiting for
+// room while holding some would wait for this very connection's bytes,
+// which come back only once its batch is written (it did: a batch whose
+// due replies came to more than the cap never went out), or, across
+// connections, for one another's.
 func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
 	written, bytes, units, sent := 0, 0, 0, 0
 	defer func() {
@@ -297,16 +305,21 @@ func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
 		c.heldObj.Add(int64(-units))
 	}()
 	for len(*due) > 0 && !(*due)[0].at.After(time.Now()) && (written == 0 || len(buf) < keepEncodeBuffer) {
-		r := heap.Pop(due).(timedReply)
-		units += r.objects // its list is the responder's to drop now
+		r := (*due)[0]
 		objects, isReply := r.msg.(ledger.Objects)
 		n := wire.MessageSize(r.id, r.msg)
 		if isReply {
 			n = wire.ReplySize(r.id, objects, r.echo)
 		}
-		if !c.s.replyBytes.take(n, c.closing) {
+		if written > 0 {
+			if !c.s.replyBytes.tryTake(n) {
+				break // written with the next batch
+			}
+		} else if !c.s.replyBytes.take(n, c.closing) {
 			return buf, false
 		}
+		heap.Pop(due)
+		units += r.objects // its list is the responder's to drop now
 		bytes += n
 		if c.s.cfg.Chatty {
 			buf = c.appendChatter(buf)

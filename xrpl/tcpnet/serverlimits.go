@@ -188,6 +188,19 @@ func (b *budget) take(n int, cancel <-chan struct{}) bool {
 	}
 }
 
+// tryTake takes n units if they are free now (or nothing is taken), and
+// reports whether it did; it never waits.
+func (b *budget) tryTake(n int) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used != 0 && b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	b.inUsed = max(b.inUsed, b.used)
+	return true
+}
+
 // give returns n units.
 func (b *budget) give(n int) {
 	if n == 0 {

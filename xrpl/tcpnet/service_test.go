@@ -403,3 +403,35 @@ func TestServiceKillRefusesLateReads(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestRepliesBeyondTheReplyBytesGoInBatches: with MaxReplyBytes 2,000 and
+// four replies of about 500 to 1,300 bytes due at once, the connection
+// writes what fits, then the rest: all four come at the moment they are
+// due. (Before: the batch took room reply by reply and gave it back only
+// once written, so the reply that did not fit waited for the batch's own
+// bytes and nothing was written until the connection's idle timeout.)
+func TestRepliesBeyondTheReplyBytesGoInBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := NewServer(ServerConfig{Ledger: testLedger, Seed: 1, Behaviour: Behaviour{Latency: simnet.Fixed(300 * time.Millisecond)},
+			Limits: ServerLimits{MaxReplyBytes: 2000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.Close)
+		c := connectPipe(t, s, time.Now())
+		total := 0
+		for id := range uint64(4) {
+			req := c.send(id+1, 3+int(id))
+			total += wire.MessageSize(id+1, testLedger.Answer(req))
+		}
+		if total <= 2000 {
+			t.Fatalf("the replies come to %d bytes: not past the cap, the test tests nothing", total)
+		}
+		if got := c.nextN(4); !slices.Equal(got, []string{"1@300ms", "2@300ms", "3@300ms", "4@300ms"}) {
+			t.Fatalf("replies %v, want all four at 300ms", got)
+		}
+		if peak := s.replyBytes.peak(); peak > 2000 {
+			t.Fatalf("%d reply bytes held at once, above the cap of 2,000", peak)
+		}
+	})
+}
