@@ -70,7 +70,7 @@ type Config struct {
 	// long as a higher one has senders to offer to.
 	PassOverLimit int
 	// RankSeed seeds the order in which offers list channels that are
-	// equally good (equally loaded, response times in one class; see
+	// equally good (as many messages in flight, response times in one class; see
 	// Ranking in the package documentation): equal peers take turns,
 	// starting from a permutation the seed picks, and which response times
 	// count as equal depends on the seed too, so that many nodes with

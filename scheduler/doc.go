@@ -10,14 +10,17 @@
 // goroutine at any time, including from inside any callback (a sender's, a
 // receiver's, or the host's Peer.Send). What a caller can rely on:
 //
-//   - No method waits for user code, except Shutdown and Call, which say so.
+//   - No method waits for callbacks, except Shutdown and Call, which say
+//     so. A method may call the host's Peer.ID and a peer's limit.Limiter,
+//     which must return quickly (see limit.Limiter).
 //     A method changes the scheduler's state before it returns (a sender is
 //     queued or withdrawn, a response is accepted or dropped, a peer is
 //     gone) and queues the callbacks that follow; it never deadlocks,
 //     whoever calls it. Call, which sends one request and waits for its
 //     answer (under a context.Context), must not be called inside a
 //     callback: it would wait for itself until its context ends.
-//   - Callbacks never run while the scheduler holds a lock.
+//   - Callbacks never run while the scheduler holds a lock. (A peer's
+//     limit.Limiter, which is not a callback, runs under the lock.)
 //   - Callbacks run one at a time, in the order they were queued: sender and
 //     receiver callbacks never run concurrently with each other or with one
 //     another. They run on a goroutine the scheduler starts when there is work
@@ -55,7 +58,11 @@
 // # Traffic control
 //
 // Four controls decide how much is sent, on top of the offers' fairness;
-// none of them returns an error to a sender, which simply waits its turn:
+// none of them fails a message for want of room: a sender simply waits its
+// turn. (One race remains: a send on a listed channel whose peer's limit
+// fell while the offer was open fails with offer.ErrPeerAtLimit and, like
+// any failed send, parks a sender that sent nothing else; Call waits for
+// the next offer instead.)
 //
 //   - Each peer has a limit on its messages in flight: fixed (Connect) or
 //     adaptive (ConnectWith; a limit.Vegas by default, fed with the answers,
@@ -85,15 +92,17 @@
 // # Ranking
 //
 // An offer lists at most Config.MaxOfferChannels channels (64 by default),
-// best first: the least loaded peers first, then the fastest, where smoothed
+// best first: the peers with the fewest messages in flight first, whatever
+// their limits, then the fastest, where smoothed
 // response times within a factor of two may count as equal (they do when
 // they fall in one octave of a grid that Config.RankSeed shifts: two times
 // a ratio ρ < 2 apart count as different under a share log2 ρ of the seeds,
 // and a ratio of 2 or more always does). Equal peers take turns: first
 // those not yet sent to, in an order drawn from Config.RankSeed (a hash of
-// the peer's ID and the seed), then the one sent to least recently. Schedulers with different seeds, seeing the same peers
-// alike, therefore start on different peers; left at 0, the seed is drawn
-// at random by New, so that nodes differ by default.
+// the peer's ID and the seed), then the one sent to least recently.
+// Schedulers with different seeds, seeing the same peers alike, therefore
+// start on different peers; left at 0, the seed is drawn at random by New,
+// so that nodes differ by default.
 //
 // # Metrics
 //

@@ -5,7 +5,8 @@
 //
 // Package offer cannot export a constructor (it would read as one for
 // users), and cannot import the scheduler (which imports it), so it hands
-// its constructor over at init through this leaf package. NewOffer is an
+// its constructor over at init through this package, which imports neither
+// offer nor the scheduler. NewOffer is an
 // any because its result type, offer.Offer, cannot be named here; the
 // scheduler asserts it once, at its own init, to a typed func value, so
 // building an offer costs an indirect call and no allocation.

@@ -1,4 +1,6 @@
 // Package race reports whether the race detector is compiled in, so that
-// tests too slow under it (the virtual-time experiments, whose outcomes the
-// race-free runs pin) can skip there and say why.
+// tests it defeats can skip there and say why: the virtual-time
+// experiments (too slow under it; the race-free runs pin their outcomes),
+// allocation counts (its bookkeeping allocates), and harnesses whose
+// processes are built without it.
 package race

@@ -71,9 +71,10 @@ var (
 	ErrClosed = errors.New("simnet: network closed")
 	// ErrDisconnected is returned by Send while the peer is down.
 	ErrDisconnected = errors.New("simnet: peer disconnected")
-	// ErrUnsupported is returned by Send for a request that is not a
-	// ledger.GetObjects (or a non-nil pointer to one). Notifications
-	// (request ID 0) may carry anything.
+	// ErrUnsupported is returned by Send for a value that is no message of
+	// the protocol: not a ledger.GetObjects (or a non-nil pointer to one),
+	// a wire.Ping or wire.Pong, a ledger.Objects or a wire.Frame (see
+	// Peer.Send). Notifications (request ID 0) may carry anything.
 	ErrUnsupported = errors.New("simnet: unsupported message")
 	// ErrDuplicatePeer is returned by AddPeer for an ID already in use.
 	ErrDuplicatePeer = errors.New("simnet: duplicate peer ID")
