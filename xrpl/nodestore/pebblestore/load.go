@@ -15,8 +15,9 @@ const loadBatchBytes = 4 << 20
 
 // Loader fills a store with many nodes, as building a ledger into it does:
 // Add copies each node into a batch, committed every few megabytes, and
-// Flush commits the rest. Unlike Write, it never keeps the caller's
-// bytes, so a builder can reuse its buffer. A Loader is not safe for
+// Flush commits the rest. Like Write, it copies the caller's bytes, so a
+// builder can reuse its buffer; unlike Write, it gathers many calls into
+// one commit. A Loader is not safe for
 // concurrent use; the store's readers see its nodes batch by batch.
 type Loader struct {
 	s     *Store
