@@ -92,7 +92,11 @@ func ReplySize(id uint64, r ledger.Objects, e Echo) int {
 	if err != nil {
 		return 0
 	}
-	return HeaderSize + proto.Size(m)
+	size := proto.Size(m)
+	if checkFrame(TypeGetObjects, size) != nil {
+		return 0 // oversized: AppendReply refuses it
+	}
+	return HeaderSize + size
 }
 
 // replyMessage is the TMGetObjectByHash reply r under id, echoing e.

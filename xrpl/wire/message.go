@@ -74,11 +74,15 @@ func MessageSize(id uint64, msg any) int {
 		}
 		return HeaderSize + len(f.Payload)
 	}
-	_, m, err := message(id, msg)
+	t, m, err := message(id, msg)
 	if err != nil {
 		return 0
 	}
-	return HeaderSize + proto.Size(m)
+	size := proto.Size(m)
+	if checkFrame(t, size) != nil {
+		return 0 // oversized: AppendMessage refuses it
+	}
+	return HeaderSize + size
 }
 
 // message returns the frame type and protobuf message that carry msg under

@@ -134,6 +134,10 @@ func TestAppendMessageErrors(t *testing.T) {
 	huge := ledger.Objects{Items: []ledger.Object{{Hash: h(1), Data: make([]byte, MaxPayload)}}}
 	_, err := AppendMessage(nil, 1, huge)
 	require.ErrorIs(t, err, ErrOversized)
+	_, err = AppendReply(nil, 1, huge, Echo{})
+	require.ErrorIs(t, err, ErrOversized)
+	require.Zero(t, MessageSize(1, huge), "a message AppendMessage refuses has no size")
+	require.Zero(t, ReplySize(1, huge, Echo{}), "a reply AppendReply refuses has no size")
 }
 
 // payloadOf marshals m with the generated code, for hand-made bad messages.
