@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -66,7 +67,7 @@ func (h *fileHeader) UnmarshalJSON(b []byte) error {
 	}
 	type plain fileHeader // its fields, without this method
 	if err := json.Unmarshal(b, (*plain)(h)); err != nil {
-		return err
+		return namedFieldError(fields, err)
 	}
 	h.given = make(map[string]bool, len(fields))
 	for k, v := range fields {
@@ -76,6 +77,22 @@ func (h *fileHeader) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// namedFieldError returns err, which decoding a header of the given fields
+// returned, with the name of the numeric field that caused it: encoding/json
+// passes a field's own UnmarshalJSON error on without saying whose it was.
+func namedFieldError(fields map[string]json.RawMessage, err error) error {
+	for k, v := range fields {
+		var u jsonUint
+		if slices.Contains(numericFields, strings.ToLower(k)) && u.UnmarshalJSON(v) != nil {
+			return fmt.Errorf("header %s %s: %w", k, v, err)
+		}
+	}
+	return err
+}
+
+// numericFields are the header's fields that are jsonUints.
+var numericFields = []string{"ledger_index", "total_coins", "parent_close_time", "close_time", "close_time_resolution", "close_flags"}
 
 // jsonUint is an unsigned integer written as a JSON number or, as the XRP
 // Ledger's APIs write total_coins, a decimal string.
@@ -127,8 +144,12 @@ func LoadFile(path string) (*Ledger, Header, error) {
 // Root is then the verified account_hash.
 func Load(r io.Reader) (*Ledger, Header, error) {
 	var f ledgerFile
-	if err := json.NewDecoder(r).Decode(&f); err != nil {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&f); err != nil {
 		return nil, Header{}, fmt.Errorf("%w: %v", ErrBadFile, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, Header{}, fmt.Errorf("%w: more after the ledger's JSON object", ErrBadFile)
 	}
 	h, claimed, err := f.header()
 	if err != nil {

@@ -251,6 +251,16 @@ func TestLoadErrors(t *testing.T) {
 		}, want: ErrHashMismatch},
 		"string seq": {raw: `{"header": {"ledger_index": "x"}}`, want: ErrBadFile},
 	}
+	// The error names the field whose value does not parse, and a file
+	// with more after its JSON object is not one ledger file.
+	_, _, err := Load(strings.NewReader(`{"header": {"ledger_index": "abc"}, "state": []}`))
+	require.ErrorIs(t, err, ErrBadFile)
+	require.Contains(t, err.Error(), "ledger_index")
+	whole := mustJSON(t, synthetic(t))
+	_, _, err = Load(bytes.NewReader(append(whole, " {}"...)))
+	require.ErrorIs(t, err, ErrBadFile, "trailing data")
+	_, _, err = Load(bytes.NewReader(append(whole, "\n"...)))
+	require.NoError(t, err, "a trailing newline is no data")
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			input := []byte(c.raw)
@@ -264,7 +274,7 @@ func TestLoadErrors(t *testing.T) {
 			require.Nil(t, l)
 		})
 	}
-	_, _, err := LoadFile("no-such-ledger.json")
+	_, _, err = LoadFile("no-such-ledger.json")
 	require.ErrorIs(t, err, os.ErrNotExist)
 }
 
