@@ -29,7 +29,8 @@ var errTooLarge = errors.New("ledger: nodes above 4 GiB")
 // so an inner node below the root may have a single child, when all its keys
 // share the next nibble too.
 //
-// It fails with an error wrapping ErrDuplicateKey if two entries share a key.
+// It fails with an error wrapping ErrDuplicateKey if two entries share a
+// key, and with an error if its nodes would come to more than 4 GiB.
 func Build(entries []Entry) (*Ledger, error) {
 	sorted := slices.Clone(entries)
 	slices.SortFunc(sorted, func(a, b Entry) int { return compareHash(a.Key, b.Key) })

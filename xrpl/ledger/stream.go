@@ -29,7 +29,7 @@ type Summary struct {
 //
 // The keys are drawn as Generate draws them, in sixteen passes over the
 // random source, each keeping the keys under one branch of the root, so
-// that at most a sixteenth of them is held at once (objects/16 × 32 bytes);
+// that about a sixteenth of them is held at once (objects/16 × 32 bytes);
 // each pass builds that branch bottom-up in key order, drawing the entries'
 // data where Generate would. It takes about as long as Generate and a
 // fraction of its memory, which is how a ledger of mainnet's size (19

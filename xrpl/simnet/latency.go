@@ -59,9 +59,10 @@ func (l Latency) WithStragglers(rate, factor float64) Latency {
 }
 
 // Sample draws one delay using r, in [0, MaxLatency]. It draws the same
-// number of values from r for a given distribution kind apart from
-// LogNormal, whose normal draw may take a variable number; stragglers take
-// one more, after the delay's own.
+// number of values from r for a given distribution kind, almost always
+// (Uniform draws again, with a probability below its span over 2^64, to
+// stay unbiased), apart from LogNormal, whose normal draw may take a
+// variable number; stragglers take one more, after the delay's own.
 func (l Latency) Sample(r *rand.Rand) time.Duration {
 	d := l.sample(r)
 	if l.straggle > 0 && r.Float64() < l.straggle {

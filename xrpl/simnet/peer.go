@@ -18,8 +18,10 @@ import (
 // Like a rippled peer, by default, it keeps accounts of what the host costs
 // it (package resource), charged as each message is handled: a request or a
 // Ping costs resource.FeeQuery, a reply or Pong sent to it
-// resource.FeeUselessData, a notification resource.FeeTrivial, and a
-// wire.Frame of a type it does not decode nothing (it skips it). When the
+// resource.FeeUselessData, a notification (anything sent under request ID
+// 0, a wire.Frame included) resource.FeeTrivial, and a wire.Frame of a
+// type it does not decode, sent under a request ID, nothing (it skips
+// it). When the
 // host's balance reaches resource.DropThreshold the peer cuts the host off:
 // it goes down at once, the answers it owed are lost, and the host is told
 // through OnDisconnect (Down says why). The host then redials it as

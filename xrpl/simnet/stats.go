@@ -31,7 +31,7 @@ type Stats struct {
 	Resources resource.Stats
 	BusyDrops int // requests dropped unanswered: resource.DropSendQueue answers were queued
 	Truncated int // answers cut to resource.MaxReplyObjects objects
-	Skipped   int // wire.Frame messages of types the peer does not decode, skipped at no charge
+	Skipped   int // wire.Frame messages of types the peer does not decode, sent under a request ID, skipped at no charge
 	Useless   int // replies and pongs sent to the peer, charged resource.FeeUselessData
 	Redials   int // the host's redials after a cut, refused ones included
 

@@ -67,7 +67,8 @@ type Behaviour struct {
 }
 
 // DefaultLateBy is the delay a Late answer gets when Behaviour.LateBy is 0:
-// longer than any timeout the fetch uses by default.
+// longer than the fetch's default request timeout (fetch.DefaultTimeout,
+// 2 s).
 const DefaultLateBy = 5 * time.Second
 
 // validate checks b as simnet checks a Profile.

@@ -29,7 +29,8 @@ type ClientConfig struct {
 	Channels int
 	// Conn tunes each connection.
 	Conn ConnConfig
-	// DialTimeout bounds one dial. 0 means DefaultDialTimeout.
+	// DialTimeout bounds one dial of the default TCP dialer; a Dial given
+	// replaces it, timeout included. 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
 	// RedialMin and RedialMax bound the wait before dialling again after a
 	// failed dial or a lost connection. The wait doubles after each failed
@@ -50,8 +51,9 @@ type ClientConfig struct {
 	// Clock times the redial waits; nil means the real clock. (Dials and
 	// connections run on real time: they talk to real sockets.)
 	Clock clock.Clock
-	// Ended, if set, is called after each of a peer's connections ends,
-	// and after each failed dial, with why: an error whose ReasonOf names
+	// Ended, if set, is called after each of a peer's connections ends
+	// (but one that Remove or Close ended), and after each failed dial or
+	// refusal by the Host, with why: an error whose ReasonOf names
 	// it (ReasonDialFailed, ReasonRefusedByHost, or the Conn's own, see
 	// Conn.Err). It is called from the peer's supervisor goroutine, so it
 	// must be quick, and must not call Close.

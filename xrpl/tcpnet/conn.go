@@ -54,10 +54,12 @@ type ConnConfig struct {
 	// time. A peer asked nothing may stay silent. 0 means
 	// DefaultAnswerTimeout; a negative value never times out.
 	AnswerTimeout time.Duration
-	// Traffic, if set, is told of every frame the peer sent under a request
-	// ID, with its size on the wire and the Host's Deliver error: nil for
-	// an answer the Host took, else why it refused it (late, duplicate,
-	// unasked, of the wrong type...). It is called from the reader, so it
+	// Traffic, if set, is told of every message frame the Conn hands to
+	// the Host's Deliver, with its size on the wire and Deliver's error: nil
+	// for an answer the Host took, else why it refused it (late, duplicate,
+	// unasked, of the wrong type...); and of every unsolicited pong, with
+	// ErrUnsolicited. (Pings, and the pongs the Conn asked for, are not
+	// reported.) It is called from the reader, so it
 	// must be quick; the fetch uses it to count unwanted bytes against the
 	// peer (fetch.Config.Traffic).
 	Traffic func(from peer.ID, bytes int, deliverErr error)

@@ -16,12 +16,12 @@ type Reason string
 // The reasons a Conn ends for (see EndError).
 const (
 	ReasonClosed        Reason = "closed by us"       // Close, or the Client let the peer go
-	ReasonPeerClosed    Reason = "peer closed"        // the peer ended the connection between frames
+	ReasonPeerClosed    Reason = "peer closed"        // the peer ended or reset the connection (a clean end inside a frame is ReasonCutMidFrame)
 	ReasonCutMidFrame   Reason = "cut mid-frame"      // the peer ended it inside a frame
 	ReasonOversized     Reason = "frame over the cap" // a frame's size above ConnConfig.MaxFrame
 	ReasonTooManyItems  Reason = "too many objects"   // a message with more items than ConnConfig.MaxItems
 	ReasonMalformed     Reason = "malformed frame"    // a frame or message that does not parse
-	ReasonIdle          Reason = "idle timeout"       // asked, and answered nothing for ConnConfig.AnswerTimeout
+	ReasonIdle          Reason = "idle timeout"       // asked, and sent no frame for ConnConfig.AnswerTimeout, or took longer over one frame
 	ReasonReadFailed    Reason = "read failed"        // any other read error
 	ReasonWriteFailed   Reason = "write failed"       // a write error
 	ReasonDialFailed    Reason = "dial failed"        // not a Conn's: a Client's dial that failed

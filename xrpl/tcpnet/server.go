@@ -41,9 +41,10 @@ type ServerConfig struct {
 	// logged would.
 	LimitsOff bool
 	// Chatty makes the server talk as rippled does to every peer: on
-	// connecting, and before each reply, it sends a frame the client never
-	// asked for, in turn a status change, manifests, endpoints and a ping
-	// (which asks for a pong). A client must skip what it does not know.
+	// connecting it sends a status change, manifests and endpoints, and
+	// before each reply one more frame the client never asked for, going on
+	// round the cycle status change, manifests, endpoints, ping (which asks
+	// for a pong). A client must skip what it does not know.
 	Chatty bool
 }
 
@@ -106,7 +107,8 @@ var (
 // as rippled does.
 //
 // Like a rippled peer, by default, it keeps the accounts of each client
-// address (package resource): every query and ping costs resource.FeeQuery,
+// address (package resource): every query and ping costs resource.FeeQuery
+// (a query dropped for a long send queue, resource.FeeTrivial),
 // a connection whose address's balance reaches resource.DropThreshold is
 // cut, and a new one from that address is refused, and charged
 // resource.FeeDrop, while the balance stays there; the accounts outlive the
@@ -148,7 +150,9 @@ type Server struct {
 }
 
 // NewServer returns a server that is not listening yet. It fails if cfg has
-// neither a Ledger nor Nodes, or both, a Behaviour with impossible probabilities, or a negative limit.
+// neither a Ledger nor Nodes, or both, a Behaviour that
+// simnet.Profile.Validate rejects (impossible probabilities, a bad latency
+// or service, a negative LateBy), or a negative limit.
 func NewServer(cfg ServerConfig) (*Server, error) {
 	switch {
 	case cfg.Ledger == nil && cfg.Nodes == nil:

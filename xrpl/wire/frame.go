@@ -35,8 +35,8 @@
 // our own minimal ripple.proto (internal/protocol) with the real field
 // numbers, and encoded with google.golang.org/protobuf.
 //
-// Everything here is a pure function of its arguments and safe for
-// concurrent use.
+// Everything here keeps no state and is safe for concurrent use; ReadFrame
+// and WriteFrame use only the reader or writer they are given.
 package wire
 
 import (
