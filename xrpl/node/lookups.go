@@ -18,8 +18,8 @@ import (
 // other, and the lookup waits on for its right one.
 var objectsType = reflect.TypeFor[ledger.Objects]()
 
-// keyPicker draws the nodes lookups ask for, in an order drawn from the
-// seed. It is safe for concurrent use.
+// keyPicker draws the nodes lookups ask for, at random with replacement,
+// from the seed. It is safe for concurrent use.
 type keyPicker struct {
 	mu   sync.Mutex
 	keys []ledger.Hash
@@ -90,13 +90,59 @@ func (c *schedLookups) run(ctx context.Context) {
 func (l *lookup) try(now time.Time) {
 	l.tries++
 	l.scheduled = now
-	if _, err := l.c.s.ScheduleWith(l, PriorityLookup, offer.Options{Avoid: l.avoid, Bytes: LookupBytes}); err != nil {
+	tr := &lookupTry{l: l}
+	t, err := l.c.s.ScheduleWith(tr, PriorityLookup, offer.Options{Avoid: l.avoid, Bytes: LookupBytes})
+	if err != nil {
 		l.c.rec.failure()
+		return
+	}
+	tr.scheduled(t)
+}
+
+// lookupTry is the sender of one try of a lookup. A try whose every send
+// failed is withdrawn (the offer's end would park it, and nothing would
+// offer it a channel again) and the lookup tries again. Its ticket is known
+// only once ScheduleWith returns, which may be after its OnOffer has run
+// (inline callbacks run it within the call; the drainer may run it
+// meanwhile), so whichever of the two comes second withdraws it.
+type lookupTry struct {
+	l *lookup
+
+	mu       sync.Mutex
+	ticket   offer.Ticket // guarded by mu; set when known is
+	known    bool         // guarded by mu
+	stranded bool         // guarded by mu: every send failed; withdraw once known
+}
+
+// scheduled records the try's ticket, and withdraws the try if its offer
+// has already found every send failing.
+func (tr *lookupTry) scheduled(t offer.Ticket) {
+	tr.mu.Lock()
+	tr.ticket, tr.known = t, true
+	stranded := tr.stranded
+	tr.mu.Unlock()
+	if stranded {
+		tr.l.c.s.WithdrawSender(t)
 	}
 }
 
-// OnOffer sends the lookup's request on the best channel offered.
-func (l *lookup) OnOffer(o offer.Offer) {
+// strand withdraws the try, or has scheduled withdraw it once its ticket is
+// known.
+func (tr *lookupTry) strand() {
+	tr.mu.Lock()
+	t, known := tr.ticket, tr.known
+	tr.stranded = !known
+	tr.mu.Unlock()
+	if known {
+		tr.l.c.s.WithdrawSender(t)
+	}
+}
+
+// OnOffer sends the lookup's request on the best channel offered; if every
+// send fails, the try is spent and the lookup tries again (or, after its
+// last, fails).
+func (tr *lookupTry) OnOffer(o offer.Offer) {
+	l := tr.l
 	now := l.c.cfg.Clock.Now()
 	for i, ch := range o.All() {
 		_, err := o.Send(i, offer.Request{
@@ -112,13 +158,12 @@ func (l *lookup) OnOffer(o offer.Offer) {
 			return
 		}
 	}
-	// Nothing went: the sender is parked. Ask again (a channel that
-	// failed to send on is not offered in the same state twice).
-	l.c.rec.failure()
+	tr.strand()
+	l.again(now)
 }
 
-// OnDiscard: the scheduler stopped while the lookup waited.
-func (l *lookup) OnDiscard() {}
+// OnDiscard: the scheduler stopped while the try waited.
+func (*lookupTry) OnDiscard() {}
 
 // OnResponse completes the lookup if the answer holds its node, or tries
 // again.
