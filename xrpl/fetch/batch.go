@@ -6,9 +6,10 @@ import (
 )
 
 // MaxAutoBatch is the largest request Run sizes itself (see
-// Config.PeerRate): a reply of 1,024 objects of up to 4 KiB each fits
-// package wire's frame cap of 4 MiB, and a rippled peer's reply cap of
-// 12,288 objects is far above it.
+// Config.PeerRate): a reply of 1,024 objects fits package wire's 4 MiB
+// frame cap while they average under about 4,050 bytes (tcpnet's server
+// cuts a larger reply to fit), and a rippled peer's reply cap of 12,288
+// objects is far above it.
 const MaxAutoBatch = 1024
 
 // batchSize is how many hashes Run asks one peer for in one request, when

@@ -98,7 +98,8 @@ type Config struct {
 	// response time), through a hedge.Hedger; where peers lose many
 	// answers the tail wants more hedges than 5%, and the requests left
 	// unhedged wait out their timeouts (with a tenth of the answers lost
-	// and 5s timeouts, a test fetch takes 20s at 5% and 15s at 1000).
+	// and 5s timeouts, a test fetch took 20s at 5% and 10s at 1000, as
+	// TestHedgeBudgetCapsHedges logs).
 	HedgesPerThousand int
 	// StallTimeout ends the fetch with an *IncompleteError when no object
 	// has verified for this long. 0 means DefaultStallTimeout.
@@ -132,7 +133,8 @@ type Config struct {
 	// useless, with the reason (a *penalty.UselessError), so that the host
 	// disconnects it and keeps it away (a transport that redials must not
 	// bring it back). It is called without the fetch's locks, from the
-	// goroutine of the callback or Deliver that judged the peer, and may
+	// goroutine of the callback or Deliver that judged the peer (or, for a
+	// peer judged by its traffic, from the goroutine that called Run), and may
 	// call the scheduler or the Peerset (its Disconnect, say).
 	Disconnect func(id peer.ID, reason error)
 	// Traffic, if set, is called every ProgressEvery for the bytes each

@@ -35,7 +35,7 @@
 //   - Rippled is rippled's own acquisition (InboundLedger and its PeerSet),
 //     kept as the baseline to beat: 5 peers, 3 more after each 3s without
 //     progress, 12 hashes a request blind and 128 after a useful reply, one
-//     request per peer at a time, giving up after 6 intervals without
+//     request per peer at a time, giving up at the seventh interval without
 //     progress (see Rippled and RippledConfig).
 //
 // Run and the Peerset judge every answer by what it holds (package penalty, set by
@@ -57,7 +57,8 @@
 //
 // All three finish when every node reachable from the root has arrived and
 // verified, or fail with an *IncompleteError that says how much is missing
-// and why. Given a Base (the nodes of an earlier ledger, say), each one
+// and why (or, when every node verified but a Write to Config.Store failed,
+// with that Write's error). Given a Base (the nodes of an earlier ledger, say), each one
 // fetches only what the base lacks: it skips every subtree whose root hash
 // the base holds, as a node catching up from ledger to ledger does.
 //

@@ -24,7 +24,9 @@ type IncompleteError struct {
 	Peers    int // peers connected when the fetch ended
 	// Cause is why it ended: the context's error, an error wrapping
 	// ErrStalled or ErrGaveUp (the Rippled strategy), scheduler.ErrStopped,
-	// or a broken ledger.
+	// an error wrapping the scheduler's refusal of the fetch's sender (say,
+	// Config.Bytes above the budget's ByteBurst), a failed Write to
+	// Config.Store, or a broken ledger.
 	Cause error
 	// Since counts what went wrong after the last object verified.
 	Since Trouble

@@ -26,7 +26,8 @@ import (
 // strategy's wake runs when it fires.
 
 // UselessPeer is a peer the fetch judged useless and stopped asking: it
-// answered mostly with corrupt objects (see Config.Penalty).
+// answered mostly with corrupt objects, or sent far more unwanted bytes
+// than wanted ones (see Config.Penalty, Config.Traffic).
 type UselessPeer struct {
 	ID      string `json:"id"`
 	Reason  string `json:"reason"`  // e.g. "answers with corrupt objects: 9,412 of 9,600 objects corrupt"

@@ -14,8 +14,8 @@ import (
 	"github.com/peersched/peersched/xrpl/ledger"
 )
 
-// ErrPeersetStopped is returned by a Peerset's Deliver once its Run has
-// returned.
+// ErrPeersetStopped is returned by a Peerset's Deliver and Refuse once its
+// Run has returned.
 var ErrPeersetStopped = errors.New("fetch: peerset fetch has ended")
 
 // Peerset fetches a ledger the way a component did before the scheduler

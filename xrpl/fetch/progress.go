@@ -15,7 +15,7 @@ type Progress struct {
 	Verified int     // objects that arrived and verified
 	Known    int     // hashes discovered so far
 	Expected int     // Config.Expected, less the nodes resumed from Config.Store (0 if unknown)
-	Rate     float64 // verified objects per second since the previous snapshot
+	Rate     float64 // verified objects per second since the previous snapshot; in the last (Done), over the whole fetch
 	// InFlight counts the fetch's requests in flight: sent, not ended, and
 	// holding a channel of the host's. It is never more than Channels (see
 	// inFlightOf).

@@ -33,7 +33,7 @@ type Report struct {
 	Disconnects  int     `json:"disconnects"`   // requests failed by their peer's disconnection
 	BadResponses int     `json:"bad_responses"` // Peerset requests answered with the wrong message type, which fail (Run's are refused by the scheduler, and stay live: see Dropped.WrongType)
 	SendErrors   int     `json:"send_errors"`   // sends the host refused
-	Retries      int     `json:"retries"`       // objects asked again, for any of the reasons below
+	Retries      int     `json:"retries"`       // objects put back to be asked again: those of failed requests (timeouts, refusals, disconnects, wrong-type answers) and missing or corrupt ones; hedges are not counted
 	Hedges       int     `json:"hedges"`        // requests asked again of another peer at the tail, while still out (a request and its hedge end once, together: in Answered or a failure count)
 	Missing      int     `json:"missing"`       // objects a peer left out of its answer
 	Corrupt      int     `json:"corrupt"`       // objects whose bytes did not match their hash
@@ -44,14 +44,14 @@ type Report struct {
 	P50RTT  Duration `json:"p50_rtt_seconds"`  // median response time of answered requests, over every peer
 	P99RTT  Duration `json:"p99_rtt_seconds"`  // their 99th percentile
 
-	// The bound, the same for both strategies: by Little's law, Channels
+	// The bound, the same for every strategy: by Little's law, Channels
 	// requests in flight of Batch objects each (BatchMean, where the fetch
 	// sized them itself), each taking MeanRTT, carry
 	// at most Channels x Batch / MeanRTT objects a second. Utilisation is
 	// Rate over that bound: how well the strategy kept the channels its
 	// peers had busy with full requests.
 	Channels    float64 `json:"channels_mean"`            // the host's peers' channels (Progress.Channels), the mean over the fetch's snapshots
-	Bound       float64 `json:"bound_objects_per_second"` // Channels x Config.Batch (BatchMean with a Config.PeerRate) / MeanRTT; 0 without an answer
+	Bound       float64 `json:"bound_objects_per_second"` // Channels x Config.Batch (BatchMean with a Config.PeerRate; for Rippled, the larger of RippledConfig.Reply and Blind) / MeanRTT; 0 without an answer
 	Utilisation float64 `json:"utilisation"`              // Rate / Bound; 0 without a bound
 
 	Peers []PeerReport `json:"peers"` // by peer ID
@@ -62,13 +62,14 @@ type Report struct {
 	Useless []UselessPeer `json:"useless_peers,omitempty"`
 	// Lacking names the peers that answered, and lacked every object asked
 	// of them (behind, or serving another ledger), by ID. They were benched
-	// and asked again, never dropped.
+	// and asked again, never dropped (Rippled benches nobody: they only go
+	// without a follow-up).
 	Lacking []LackingPeer `json:"lacking_peers,omitempty"`
 }
 
 // Dropped counts responses that no request accepted. For Run they come from
-// the scheduler's Stats (the difference over the fetch); the Peerset counts
-// its own.
+// the scheduler's Stats (the difference over the fetch); the Peerset and
+// Rippled count their own.
 type Dropped struct {
 	WrongType int `json:"wrong_type"` // of another message type than the request declared (Run only: see Report.BadResponses)
 	Duplicate int `json:"duplicate"`  // a second response to an answered request

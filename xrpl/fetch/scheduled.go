@@ -21,7 +21,9 @@ import (
 // node has arrived and verified (with a nil error), or when the fetch cannot
 // finish: the scheduler stopped, the ledger is broken, ctx ended, or no
 // object verified for cfg.StallTimeout. The error is then an
-// *IncompleteError. The Report describes the fetch either way.
+// *IncompleteError. If every node verified but a Write to cfg.Store failed,
+// the error is that Write's, not an *IncompleteError, and the Report is
+// Complete. The Report describes the fetch either way.
 //
 // The caller owns s and its peers: it connects them before or during the
 // fetch and wires their responses to s.Deliver (and their refusals, if the
@@ -436,12 +438,14 @@ func (b *bulk) countListedLocked(offered []peer.ID, ranks []channelRank) {
 // channelRank is what fastestFirst knows of an offered channel's peer.
 type channelRank struct {
 	closed int           // its requests in flight (offer.Channel.ChannelsClosed), and its channels listed before
-	rtt    time.Duration // its smoothed response time; 0 until it has answered
+	rtt    time.Duration // its smoothed response time; 0 until one of its requests has been answered or has timed out
 }
 
 // fastestFirst reorders order, indexes of the channels offered, so that
 // among the peers with the fewest requests in flight the fastest come
-// first, those that have not answered yet last. It is for a narrow
+// first, and before them those that have not answered yet (a smoothed
+// time of 0): each gets its chance to be timed, and
+// TestNarrowFrontierTakesTheFastestPeer relies on it. It is for a narrow
 // frontier, fewer hashes waiting than channels offered, where which channel
 // a hash takes decides how soon the next level is known: the scheduler
 // ranks idle peers whose times are within a factor of two alike, and

@@ -25,11 +25,15 @@ const (
 	DefaultLookupTimeout = time.Second
 	DefaultLookupTries   = 3
 	DefaultDigest        = 10 * time.Millisecond
-	// MaxPerSecond caps the components' rates: a tick per millisecond.
+	// MaxPerSecond is the highest rate a component accepts (ErrBadConfig
+	// above it): a tick per millisecond.
 	MaxPerSecond = 1000
 )
 
-// ErrBadConfig is returned for a Config that describes no components.
+// ErrBadConfig is wrapped by OnScheduler's and NewRouter's error for a
+// Config they cannot use: Lookups or Relay outside 0 to MaxPerSecond,
+// Lookups without Keys, or a negative LookupTimeout, LookupTries or Digest;
+// and by NewRouter's for a nil fetch host.
 var ErrBadConfig = errors.New("node: bad config")
 
 // Config describes the components that run beside the fetch. The zero
@@ -38,7 +42,8 @@ type Config struct {
 	// Clock measures everything; nil means the real clock. Give the
 	// scheduler, the network and the fetch the same one.
 	Clock clock.Clock
-	// Seed draws the order in which lookups take Keys.
+	// Seed seeds the random draw, with replacement, of the key each lookup
+	// asks for.
 	Seed uint64
 
 	// Lookups is how many lookups start each second, evenly spaced; 0 runs
@@ -49,8 +54,8 @@ type Config struct {
 	// disconnect, a refusal, or an answer without the node) is made again
 	// of another peer, up to LookupTries tries.
 	Lookups float64
-	// Keys are the nodes lookups ask for, taken in an order drawn from
-	// Seed. Required with Lookups.
+	// Keys are the nodes lookups ask for, each lookup one drawn at random
+	// (see Seed). Required with Lookups.
 	Keys []ledger.Hash
 	// LookupTimeout is each try's deadline. 0 means DefaultLookupTimeout.
 	LookupTimeout time.Duration

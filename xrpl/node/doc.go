@@ -7,7 +7,7 @@
 //
 // It builds the node two ways, over the same peers:
 //
-//   - On one scheduler (Start): each component is a sender of its own at its
+//   - On one scheduler (OnScheduler): each component is a sender of its own at its
 //     own priority (PriorityLookup above PriorityRelay above PriorityFetch),
 //     so an urgent lookup takes the next channel that opens, ahead of the
 //     bulk fetch, and the scheduler's Config.Budget caps the node's traffic

@@ -26,9 +26,11 @@ type ComponentReport struct {
 	// Done is what completed: lookups answered with their entry, or
 	// notifications sent; for the fetch, requests answered.
 	Done int `json:"done"`
-	// Failed is what did not: lookups that got no entry after every try,
-	// notifications skipped because the previous one to that peer still
-	// waited (see Relay), fetch requests that failed.
+	// Failed is what did not: lookups that got no entry after every try
+	// (a try whose every send failed is spent too), notifications skipped
+	// because the previous one to that peer still waited (see Relay) or
+	// whose send failed, messages the scheduler (or the router) would not
+	// take, and fetch requests that failed.
 	Failed int `json:"failed"`
 	// P50 and P99 are the latency's median and 99th percentile: for a
 	// lookup, from the moment it was wanted to its answer; for a

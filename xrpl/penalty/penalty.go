@@ -3,7 +3,7 @@
 // strike, and a peer with strikes is benched for a back-off that doubles
 // with every strike in a row, up to a cap, less a random part (jitter) so
 // that the penalised peers of one node, or the nodes that share one bad
-// peer, do not all come back at the same moment. An answer that is mostly
+// peer, do not all come back at the same moment. An answer at least half
 // good clears the strikes and ends the bench at once.
 //
 // Missing objects only ever bench a peer. A peer that lacks what it is
@@ -16,7 +16,9 @@
 // lasts: once its back-off is capped, it costs a request per bench, and a
 // bench lasts at least half of MaxBackoff.
 //
-// Only a peer that lies is condemned for good: after a threshold of strikes
+// Only a peer that lies (or, through Tracker.Traffic, one whose unwanted
+// bytes exceed its wanted ones by more than Config.UnwantedAllowance) is
+// condemned for good: after a threshold of strikes
 // in a row, a peer most of whose objects (of those it sent, over its whole
 // life) were corrupt is useless: bytes under a hash they do not hash to,
 // which no honest peer sends, whichever ledger it holds (a peer that answers
@@ -93,7 +95,7 @@ type Verdict struct {
 	// set again only after a good answer has cleared the strikes.
 	StruckOut bool
 	// Useless, if not nil, says the peer has crossed the threshold, and
-	// why. It is set once, on the answer that crossed it.
+	// why. It is set once, on the answer or Traffic call that crossed it.
 	Useless *UselessError
 }
 
@@ -170,8 +172,8 @@ func New(cfg Config) (*Tracker, error) {
 // the bench. An answer with no objects says nothing and changes nothing.
 // The strike that brings the strikes in a row to Config.Strikes, or any
 // later one, makes the peer useless if most of the objects it sent over its
-// life (good and corrupt; missing ones are not sent) were corrupt; strikes
-// for missing objects alone never do. A useless peer stays useless.
+// life (good and corrupt; missing ones are not sent) were corrupt; a peer
+// that has sent no corrupt object never is. A useless peer stays useless.
 func (t *Tracker) Observe(id peer.ID, now time.Time, a Answer) Verdict {
 	r := t.peers[id]
 	if r == nil {

@@ -35,8 +35,9 @@ type Stats struct {
 	// Charges is the number of charges made, FeeDrop's included.
 	Charges int64
 	// Warnings counts, per address, each second in which a charge left the
-	// balance at or over WarningThreshold (rippled warns at most once a
-	// second per endpoint). The sender is never told.
+	// balance at or over WarningThreshold and, with limits on, under
+	// DropThreshold (a charge that drops is counted in Drops; rippled warns
+	// at most once a second per endpoint). The sender is never told.
 	Warnings int64
 	// Drops counts connections the peer cut because a charge took their
 	// address's balance to DropThreshold or over.
