@@ -2,6 +2,7 @@ package tcpnet
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"errors"
 	"net"
@@ -173,16 +174,25 @@ func TestRemove(t *testing.T) {
 	}
 }
 
+// dropperAndClient starts a server that behaves as b and a client of it
+// that redials within milliseconds, and returns once the client is
+// connected.
+func dropperAndClient(t *testing.T, ctx context.Context, b Behaviour) (*Server, *fakeHost) {
+	t.Helper()
+	s := newServer(t, b)
+	host := newFakeHost()
+	c := NewClient(host, ClientConfig{RedialMin: time.Millisecond, RedialMax: 5 * time.Millisecond})
+	t.Cleanup(c.Close)
+	c.Add("s", s.Addr())
+	recv(t, ctx, host.connectCh, "the first connection")
+	return s, host
+}
+
 // TestDropAfter: a server told to drop after n requests does, and comes back
 // by itself after DownFor.
 func TestDropAfter(t *testing.T) {
 	ctx := testContext(t)
-	s := newServer(t, Behaviour{DropAfter: 3, DownFor: 10 * time.Millisecond})
-	host := newFakeHost()
-	c := NewClient(host, ClientConfig{RedialMin: time.Millisecond, RedialMax: 5 * time.Millisecond})
-	defer c.Close()
-	c.Add("s", s.Addr())
-	recv(t, ctx, host.connectCh, "the first connection")
+	s, host := dropperAndClient(t, ctx, Behaviour{DropAfter: 3, DownFor: 10 * time.Millisecond})
 	req := ledger.GetObjects{Hashes: []ledger.Hash{testLedger.Root()}}
 	for id := uint64(1); id <= 3; id++ {
 		if err := host.peer("s").Send(peer.RequestID(id), req); err != nil {
@@ -201,12 +211,7 @@ func TestDropAfter(t *testing.T) {
 // requests' sizes), comes back after DownFor, and drops again at 2n.
 func TestDropAfterObjects(t *testing.T) {
 	ctx := testContext(t)
-	s := newServer(t, Behaviour{DropAfterObjects: 10, DownFor: 10 * time.Millisecond})
-	host := newFakeHost()
-	c := NewClient(host, ClientConfig{RedialMin: time.Millisecond, RedialMax: 5 * time.Millisecond})
-	defer c.Close()
-	c.Add("s", s.Addr())
-	recv(t, ctx, host.connectCh, "the first connection")
+	s, host := dropperAndClient(t, ctx, Behaviour{DropAfterObjects: 10, DownFor: 10 * time.Millisecond})
 	ask := func(id uint64, objects int) {
 		t.Helper()
 		hashes := make([]ledger.Hash, objects)
