@@ -64,8 +64,8 @@ type Config struct {
 	Ledger *ledger.Ledger
 	// Nodes is the number of nodes, at least 3.
 	Nodes int
-	// Degree is each node's number of neighbours in the random graph, in
-	// [2, Nodes-1].
+	// Degree is the number of neighbours each node gets in the random graph
+	// (a few may end one or two short), in [2, Nodes-1].
 	Degree int
 	// Seeders is how many nodes hold the ledger at the start, in
 	// [1, Nodes-1]. 0 means DefaultSeeders (or Nodes-1 if fewer).

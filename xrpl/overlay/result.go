@@ -71,7 +71,8 @@ type Result struct {
 	Received       int     `json:"objects_received"`
 	Duplicates     int     `json:"duplicates"`
 	DuplicateShare float64 `json:"duplicate_share"`
-	// Fairness is Jain's index of the fetching nodes' completion times.
+	// Fairness is Jain's index of the completion times of the fetching
+	// nodes that completed (1 if none did).
 	Fairness float64 `json:"fairness"`
 
 	// Curve is the completion curve: after each completion, the share of

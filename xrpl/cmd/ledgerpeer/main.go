@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	listen := fs.String("listen", "127.0.0.1:7001", "address to serve on (port 0 picks a free one); HOST:FIRST-LAST serves one peer per port in the range, from one copy of the ledger")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run (building the store included) to this file, for go tool pprof")
-	storeDir := fs.String("store", "", "serve the ledger from a node store on disk in this directory, built on the first run from -objects and -seed or -ledger, and reused by later runs (whose -objects, -seed or -ledger, if given, must name the same ledger)")
+	storeDir := fs.String("store", "", "serve the ledger from a node store on disk in this directory, built on the first run from -objects and -seed or -ledger, and reused by later runs (if any of their -objects, -seed or -ledger is given, those flags, with the defaults of the others, must name the ledger the store holds)")
 	flat := fs.String("flat", "on", "with -store: on serves from a file of the store's nodes sorted by hash, DIR/nodes.flat, which reads a node with one pread (built from the store on the first run that lacks it, or finds it cut short, its header or table damaged, or of another ledger); off serves from the store itself, through its block cache (-cache)")
 	cache := fs.String("cache", "auto", "with -store -flat off: the store's block cache, which keeps the index and data blocks last read in memory (outside the Go heap in cgo builds): auto sizes it to hold the store's index blocks, which every lookup reads, and a quarter more (8 MiB at least, 80 MiB at most; 10 MiB at 1M entries); N: N MiB")
 	objects := fs.Int("objects", 200_000, "leaves in the generated ledger")
@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	peerLimits := fs.String("peer-limits", "on", "on: limit clients as a rippled peer does (fees per query and ping, a cut at a balance of 25,000 and refused redials while it stays there, queries dropped while 192 replies wait); off: only count, to compare")
 	chatty := fs.Bool("chatty", false, "talk as rippled does to every peer: interleave status changes, manifests, endpoints and pings with the replies")
 	var lim tcpnet.ServerLimits
-	fs.IntVar(&lim.MaxConns, "max-conns", tcpnet.DefaultMaxConns, "connections served at once; more are closed as they come")
+	fs.IntVar(&lim.MaxConns, "max-conns", tcpnet.DefaultMaxConns, "connections served at once; one more is closed as it comes, unless another address holds more connections than its own would then have: that address's newest is closed to make room")
 	fs.IntVar(&lim.MaxConnsPerAddr, "max-conns-per-addr", tcpnet.DefaultMaxConnsPerAddr, "connections served at once from one IP address")
 	fs.DurationVar(&lim.IdleTimeout, "idle-timeout", tcpnet.DefaultIdleTimeout, "close a connection on which no request begins for this long")
 	fs.DurationVar(&lim.FrameTimeout, "frame-timeout", tcpnet.DefaultFrameTimeout, "close a connection whose request, once begun, is not whole within this long")

@@ -61,7 +61,7 @@ Flags:
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&o.cfg.Nodes, "nodes", 1000, "nodes in the overlay, seeders included")
-	fs.IntVar(&o.cfg.Degree, "degree", 8, "neighbours of each node in the random graph")
+	fs.IntVar(&o.cfg.Degree, "degree", 8, "neighbours of each node in the random graph (a few may end one or two short)")
 	fs.IntVar(&o.cfg.Seeders, "seeders", overlay.DefaultSeeders, "nodes holding the ledger at the start (unset: at most -nodes - 1)")
 	fs.Uint64Var(&o.cfg.Seed, "seed", 1, "seed of the graph, the latencies, the seeders and the schedulers' rankings")
 	fs.StringVar(&strategies, "strategy", "all", "strategies to run, comma-separated: scheduler (adaptive limits), fixed, peerset, rippled (rippled's own acquisition: 5 neighbours, 3 more after each 3s without progress, 12 hashes a request blind and 128 after a useful reply, one request per neighbour at a time; -channels and -batch do not apply); or all")

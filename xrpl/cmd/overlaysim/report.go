@@ -65,8 +65,12 @@ func writeTable(w io.Writer, o options, out output) {
 	if c.LimitsOff {
 		limits = "off"
 	}
-	fmt.Fprintf(w, "links %v–%v one way; each node serves with %d workers, %v per request + %v per object, %d waiting at most (%v beyond); batch %d; time limit %v; rippled's peer limits %s\n\n",
-		c.MinLatency, c.MaxLatency, svc.Workers, svc.PerRequest, svc.PerObject, svc.QueueLimit, svc.Overflow, c.Batch, c.TimeLimit, limits)
+	waiting := fmt.Sprintf("%d waiting at most (%v beyond)", svc.QueueLimit, svc.Overflow)
+	if svc.QueueLimit == 0 {
+		waiting = "no limit on requests waiting"
+	}
+	fmt.Fprintf(w, "links %v–%v one way; each node serves with %d workers, %v per request + %v per object, %s; batch %d; time limit %v; rippled's peer limits %s\n\n",
+		c.MinLatency, c.MaxLatency, svc.Workers, svc.PerRequest, svc.PerObject, waiting, c.Batch, c.TimeLimit, limits)
 	fmt.Fprintf(w, "lower bound: no strategy has every node done before %s (the ledger is %d levels deep: %d round trips one after another, each to the neighbour that could answer soonest)\n\n",
 		seconds(time.Duration(out.BoundT100)), out.Depth, out.Depth+1)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

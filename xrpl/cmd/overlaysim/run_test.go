@@ -162,6 +162,19 @@ func TestTableAndSVG(t *testing.T) {
 	}
 }
 
+// TestQueueZeroSaysNoLimit: -queue 0, an unbounded service queue, reads
+// as such in the table's header (it once read "0 waiting at most (drop
+// beyond)").
+func TestQueueZeroSaysNoLimit(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run(append(append([]string(nil), small...), "-queue", "0", "-strategy", "scheduler"), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit code %d: %s", code, stderr.String())
+	}
+	if table := stdout.String(); !strings.Contains(table, "no limit on requests waiting") || strings.Contains(table, "0 waiting at most") {
+		t.Errorf("the header does not say the queue is unbounded:\n%s", table)
+	}
+}
+
 func TestBadSVGPathFails(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	svg := filepath.Join(t.TempDir(), "no-such-dir", "curve.svg")

@@ -1,8 +1,7 @@
 // Package svgplot draws line charts as SVG: axes with ticks, one polyline
 // per series, and a legend. It is the project's own small writer, so that
-// the experiments' figures need no plotting library (the project's
-// dependencies stay the standard library and its few test and clock
-// packages).
+// the experiments' figures need no plotting library (it imports only the
+// standard library).
 package svgplot
 
 import (
@@ -137,7 +136,7 @@ func (c Chart) Write(w io.Writer) error {
 }
 
 // Ticks returns round tick values from 0 to at least top (1, 2 or 5 times a
-// power of ten apart, four to ten of them), and the last tick, which is
+// power of ten apart, five to ten steps from 0), and the last tick, which is
 // where the axis ends. A top of 0 or less gives the ticks of 1.
 func Ticks(top float64) ([]float64, float64) {
 	if !(top > 0) || math.IsInf(top, 0) {
