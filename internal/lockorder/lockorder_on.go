@@ -78,8 +78,8 @@ func (m *Mutex) Lock() {
 
 // Unlock unlocks m.
 //
-// In this checked build Unlock panics with a [*UsageError], leaving m locked
-// and the bookkeeping unchanged, if the calling goroutine does not hold m
+// In this checked build Unlock panics with a [*UsageError], leaving m as it
+// was and the bookkeeping unchanged, if the calling goroutine does not hold m
 // (even if another goroutine does) or if Init was not called. Locks may be
 // released in any order.
 func (m *Mutex) Unlock() {

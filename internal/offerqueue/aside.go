@@ -13,7 +13,8 @@ type asideEntry struct {
 // Decline records that an offer to the sender named t ended without a send
 // that the host accepted. It is parked, keeping its place, unless Reoffer
 // asked for another offer while that one was open (or its sends in
-// progress): then it is ready. It releases a hold.
+// progress): then it is ready; or, after WaitForOpening, set aside until a
+// channel it wants opens. It releases a hold.
 func (q *Queue) Decline(t Ticket) {
 	slot, node := q.lookup(t)
 	if node == nil {

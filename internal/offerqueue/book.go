@@ -114,7 +114,9 @@ type Decision struct {
 
 // Open starts a new offer to the sender named ticket, listing choices (copied)
 // and allowing size sends, and returns its generation. The previous offer
-// must have been closed.
+// must have been closed. Open is not for a Book with a Lister, whose fill
+// of a deferred listing goes to the Lister's array, not the copy (the
+// scheduler opens with OpenListed).
 func (b *Book) Open(ticket Ticket, snd Sender, choices []peerpool.Choice, size int) uint64 {
 	n := len(choices)
 	if cap(b.channels) < n {

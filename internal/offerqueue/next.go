@@ -7,8 +7,10 @@ import (
 
 // SetPassOverLimit bounds starvation. An offer made to a sender because its
 // level comes first by priority passes over every level below that has
-// senders waiting; once a level has been passed over k times since its last
-// offer, it is starving, and the next offer goes to its first sender that
+// senders waiting; once a level has been passed over k times since it last
+// received an offer as a starving level (an offer it gets because the
+// levels above had nothing to send does not reset the count), it is
+// starving, and the next offer goes to its first sender that
 // may be offered channels, ahead of the higher levels (the highest starving
 // level first). An offer to a starving level passes no one over, so
 // starvation does not feed on itself. A level whose senders may not be

@@ -32,7 +32,8 @@ import (
 //
 // The zero Queue is empty and ready to use. A Queue is not safe for
 // concurrent use; the scheduler guards it with its offers lock. Push and
-// Remove cost O(log N) (and O(log L) for L distinct priorities in use).
+// Remove cost O(log N) (and O(log L) for L distinct priorities in use, O(L)
+// when a priority comes into or goes out of use).
 type Queue struct {
 	nodes  []queueNode // slab; a Ticket names a slot and its generation
 	free   []int32
@@ -105,7 +106,8 @@ type level struct {
 	heaped   bool
 	notReady int32 // senders of the level set aside, held or parked
 	// passedOver counts the offers made to higher levels while this one
-	// waited, since its own last offer, up to the pass-over limit.
+	// waited, since it last received an offer as a starving level, up to
+	// the pass-over limit.
 	passedOver int
 }
 

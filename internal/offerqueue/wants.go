@@ -21,8 +21,10 @@ type Channels interface {
 // offered channels only when at least minChannels (at least one) channels
 // are open to peers in only (any peer if only is empty) that are not in
 // avoid, and then only those. The slices are copied. It does nothing if t
-// is not waiting. A sender whose wants no peer could meet (every peer in
-// only avoided) is the caller's to refuse: it would wait for ever.
+// is not waiting. A call with no wants leaves any recorded before. A sender
+// whose wants no peer could meet (every peer in only avoided) is the
+// caller's to refuse: its only would be dropped, and it would be offered
+// any peer it does not avoid.
 func (q *Queue) SetWants(t Ticket, only, avoid []peer.ID, minChannels int) {
 	if len(only) == 0 && len(avoid) == 0 && minChannels <= 1 {
 		return // no wants: nothing to record, nothing to look up

@@ -29,8 +29,8 @@ type LimiterPanic struct {
 // peer did no work, and would rank the most overloaded peer first. The
 // peer's Limiter, if it has one, sees the sample (every outcome), with
 // s.InFlight set to the peer's messages in flight (the ended one included),
-// and may move the peer's limit. A higher limit opens channels at once (and
-// TakeOpened reports the peer); a lower one closes open channels and retires
+// and may move the peer's limit. A higher limit opens channels at once, as
+// far as the peer's allowance lets (and TakeOpened reports the peer); a lower one closes open channels and retires
 // closed ones as their messages end (see Pool). Observe does nothing if the
 // peer is gone. If the Limiter panics, the limit stays as it was and the
 // panic is returned.

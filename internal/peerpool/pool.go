@@ -47,7 +47,9 @@ type Choice struct {
 // Each peer has a limit: how many messages it may have in flight. A closed
 // channel carries one message, so a peer has closed channels for its
 // messages in flight and open channels for the rest of its limit:
-// open = max(limit − closed, 0), and its channel count is open + closed.
+// open = min(max(limit − closed, 0), allowance), its allowance being
+// unlimited unless SetAllowance paces it, and its channel count is open +
+// closed.
 // A peer connected with a fixed count keeps that limit; one connected with a
 // limit.Limiter has the limit its Limiter gives, which may move as requests
 // end (see Observe). A lower limit never takes a closed channel away: the
@@ -56,9 +58,12 @@ type Choice struct {
 //
 // The zero Pool is empty and ready to use. A Pool is not safe for concurrent
 // use; the scheduler guards it with its offers lock. Every method is O(log P)
-// in the number of peers P except Best, which is O(n log n) in the number of
-// channels it returns, whatever P is, and Observe, which adds the cost of
-// the peer's Limiter.
+// in the number of peers P except: Best, BestOf and FillListing, which are
+// O(n log n) in the number of channels they list, whatever P is; Observe,
+// which adds the cost of the peer's Limiter; Usage and SetRankSeed, which
+// are O(P); and TakeOpened and ForgetOpened, O(the peers reported). Any
+// method that changes the pool may first fill in an owed listing, at the
+// cost of FillListing.
 type Pool struct {
 	records []record          // indexed by Ref.slot
 	free    []int32           // slots of records not in use
@@ -197,7 +202,7 @@ func (pl *Pool) DisconnectIf(id peer.ID, p peer.Peer) (Ref, error) {
 
 // Target returns the peer ref names, to send it a message, and how many
 // open channels it has: p is nil if it is gone, and open 0 if it is at its
-// limit.
+// limit or its allowance is spent.
 func (pl *Pool) Target(ref Ref) (p peer.Peer, open int) {
 	r := pl.live(ref)
 	if r == nil {
@@ -247,11 +252,14 @@ func (pl *Pool) closedOne(r *record) {
 
 // Reopen ends the message on one closed channel of the peer ref names, and
 // reports whether that channel opened: it does if the peer is within its
-// limit, and otherwise retires (the peer's limit fell while the message was
-// in flight). It returns false, changing nothing, if the peer is gone (its
-// channels went with it) or has no closed channel. It also undoes a Close
-// whose message was never sent, TakeOpened's report included: a sender
-// passed over while the channel was claimed may want it.
+// limit and its allowance, and otherwise retires (the peer's limit fell
+// while the message was in flight) or waits for the allowance. It returns
+// false, changing nothing, if the peer is gone (its channels went with it)
+// or has no closed channel. It also undoes a Close whose message was never
+// sent, TakeOpened's report included: a sender passed over while the
+// channel was claimed may want it. It gives back neither the allowance
+// that Close took (the caller sets it again) nor the peer's place among
+// equals.
 func (pl *Pool) Reopen(ref Ref) bool {
 	r := pl.live(ref)
 	if r == nil || r.closed == 0 {

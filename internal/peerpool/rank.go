@@ -75,9 +75,10 @@ func CompareRTTs(seed uint64, a, b time.Duration) int {
 // the pool lists first those it has not sent to since they connected, in
 // the order of their tie keys, and then the others, the one it sent to
 // least recently first. So equal peers take turns, round and round in an
-// order that starts from a permutation the seed picks (seed 000: permute,
-// so that competitors do not all try the same item first): two pools with
-// different seeds that see the same peers alike start on different peers.
+// order that starts from a permutation the seed picks (design seed 000:
+// permute, so that competitors do not all try the same item first): two
+// pools with different seeds that see the same peers alike most likely
+// start on different peers.
 func TieKey(seed uint64, id peer.ID) uint64 {
 	// FNV-1a of the ID, then mixed with the seed.
 	h := uint64(14695981039346656037)

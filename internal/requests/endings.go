@@ -52,7 +52,8 @@ func (t *Table) Expire(now time.Duration) (f Finished, slow Slow, ok bool) {
 // FailPeer ends every request to the peer ref with reason Disconnected, and
 // every notification it is digesting, appending them to dst (their channels
 // go with the peer), and forgets the peer. Requests still being sent are
-// held back as disconnected.
+// held back as disconnected, unless an earlier response, refusal or
+// timeout already decided their outcome.
 func (t *Table) FailPeer(ref peerpool.Ref, dst []Finished) []Finished {
 	if !t.registered(ref) {
 		return dst
@@ -102,7 +103,7 @@ func (t *Table) FailAll(dst []Finished) []Finished {
 
 // Withdraw takes the receiver away from request id: none of its methods will
 // be called for it. The request stays outstanding, holding its channel, until
-// its response or deadline comes. ok is false if the request is no longer
+// its response, refusal or deadline, its peer's disconnect or a shutdown. ok is false if the request is no longer
 // outstanding or was already withdrawn.
 func (t *Table) Withdraw(id peer.RequestID) bool {
 	e := t.slab.Get(t.handle(id))

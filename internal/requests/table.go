@@ -19,11 +19,13 @@ import (
 // deadline in the same slot as its record (a slab.Slab), so a pending
 // request costs one 56-byte slot, and its ID is the slot's handle (unless
 // the IDs are limited to a range: see SetIDRange). Terms, if any message has
-// them, take 4 bytes more per slot, in a slice beside.
+// them, take 4 bytes more per slot, in a slice beside; expected response
+// types, once any request has one, 16 more; soft deadlines (AddSoft), 24
+// more.
 //
 // The table hands out request IDs and decides, for each event that can end
-// a request (a response, a refusal, its deadline, its peer's disconnect, a shutdown, a
-// withdrawal), whether the event ends it and how. It never calls a receiver:
+// a request (a response, a refusal, its deadline, its peer's disconnect, a
+// shutdown, a failed send), whether the event ends it and how. It never calls a receiver:
 // it returns a Finished record and the scheduler makes the call after
 // releasing its locks.
 //
@@ -114,7 +116,8 @@ type Finished struct {
 	Terms        Terms           // as given to Add or Notify
 }
 
-// Answered reports whether the request ended with a response.
+// Answered reports whether the request ended with a response. It is true
+// as well for the record Unsend returns, which had none.
 func (f *Finished) Answered() bool { return f.Reason == 0 && !f.Notification }
 
 // SetIDRange makes the table issue request IDs from r instead of its slots'

@@ -9,8 +9,8 @@ import "math"
 // full. A fixed-size page makes finding a slot two bounds checks and two
 // loads. 1024 slots of the request table's 56 bytes are exactly seven
 // runtime pages; a smaller page of a type with pointers would carry an
-// allocation header, and 512 such slots would round up to a size class an
-// eighth larger.
+// allocation header, and 512 such slots would round up to a size class a
+// seventh larger.
 //
 // firstPage is the size of the first page when the first slot is handed
 // out. Most slabs stay small (a scheduler of an overlay node has a few

@@ -216,7 +216,8 @@ func deadlineOf(at, after time.Duration) time.Duration {
 
 // ArmedAt returns when h was last armed (its `now`), and false if h is not
 // a current holder. It stays readable after the deadline fires or is
-// disarmed.
+// disarmed. For a holder never armed, it is when the slot was last armed,
+// by an earlier holder (0 for a new slot).
 func (s *Slab[V]) ArmedAt(h Handle) (time.Duration, bool) {
 	if _, nd := s.lookup(h); nd != nil {
 		return nd.at, true
