@@ -54,6 +54,26 @@ func (m storeMeta) sameSource(o storeMeta) bool {
 	return m.File == o.File && (m.File != "" || m.Seed == o.Seed && m.Objects == o.Objects)
 }
 
+// withStoreDefaults returns want, the ledger the source flags name, with
+// -seed or -objects, if not given, taken from the store in dir when it
+// holds a ledger generated whole: -seed 4 alone names the store's ledger
+// if it was generated from seed 4, whatever its count of objects, rather
+// than the default count's. A -ledger given, or a store of a ledger file,
+// leaves want as it is.
+func withStoreDefaults(dir string, want storeMeta, given map[string]bool) storeMeta {
+	have, err := readMeta(dir)
+	if err != nil || !have.Complete || have.File != "" || given["ledger"] {
+		return want
+	}
+	if !given["seed"] {
+		want.Seed = have.Seed
+	}
+	if !given["objects"] {
+		want.Objects = have.Objects
+	}
+	return want
+}
+
 // errStoreMismatch: the flags name another ledger than the store holds.
 var errStoreMismatch = errors.New("the store holds another ledger")
 
@@ -304,13 +324,15 @@ func serveWhat(ctx context.Context, fs *flag.FlagSet, storeDir string, flat bool
 		}
 		return served{from: l, root: l.Root(), leaves: l.Leaves(), nodes: l.Len()}, func() {}, 0
 	}
-	explicit := false
-	fs.Visit(func(f *flag.Flag) {
-		explicit = explicit || f.Name == "objects" || f.Name == "seed" || f.Name == "ledger"
-	})
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	explicit := given["objects"] || given["seed"] || given["ledger"]
 	want := storeMeta{File: file}
 	if file == "" {
 		want.Seed, want.Objects = seed, objects
+	}
+	if explicit {
+		want = withStoreDefaults(storeDir, want, given)
 	}
 	var s storeServed
 	var err error

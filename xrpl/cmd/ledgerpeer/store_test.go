@@ -119,7 +119,9 @@ func fetchAll(t *testing.T, root ledger.Hash, nodes int, addrs ...string) {
 // from -objects and -seed, says so with its time and rate, and serves the
 // ledger Generate gives (fetched whole); a second run serves the same
 // ledger from the same store without building it, whether or not the
-// flags name it; flags that name another ledger are refused, naming both.
+// flags name it, or name only its seed or its count (the store's own
+// standing for the other); flags that name another ledger are refused,
+// naming both.
 func TestStoreBuiltOnceThenReused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	l, err := ledger.Generate(4, 3000)
@@ -137,7 +139,8 @@ func TestStoreBuiltOnceThenReused(t *testing.T) {
 		t.Errorf("last words %q do not count the %d objects served", rest, l.Len())
 	}
 
-	for _, args := range [][]string{{"-store", dir, "-listen", "127.0.0.1:0"}, {"-store", dir, "-objects", "3000", "-seed", "4", "-listen", "127.0.0.1:0"}} {
+	for _, args := range [][]string{{"-store", dir, "-listen", "127.0.0.1:0"}, {"-store", dir, "-objects", "3000", "-seed", "4", "-listen", "127.0.0.1:0"},
+		{"-store", dir, "-seed", "4", "-listen", "127.0.0.1:0"}, {"-store", dir, "-objects", "3000", "-listen", "127.0.0.1:0"}} {
 		p = startPeer(t, args...)
 		if !strings.Contains(p.first, want) || strings.Contains(p.stderr.String(), "built") {
 			t.Fatalf("%q: %q, stderr %q; want the same ledger, not built again", args, p.first, p.stderr.String())
@@ -150,6 +153,11 @@ func TestStoreBuiltOnceThenReused(t *testing.T) {
 	if code := run(context.Background(), []string{"-store", dir, "-objects", "3001", "-seed", "4"}, io.Discard, &stderr); code != 2 ||
 		!strings.Contains(stderr.String(), "holds the ledger generated from seed 4, 3000 objects, the flags name the ledger generated from seed 4, 3001 objects") {
 		t.Fatalf("another ledger: exit %d, stderr %q", code, stderr.String())
+	}
+	stderr.Reset()
+	if code := run(context.Background(), []string{"-store", dir, "-seed", "5"}, io.Discard, &stderr); code != 2 ||
+		!strings.Contains(stderr.String(), "the flags name the ledger generated from seed 5, 3000 objects") {
+		t.Fatalf("another seed alone: exit %d, stderr %q", code, stderr.String())
 	}
 }
 
