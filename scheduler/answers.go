@@ -31,7 +31,8 @@ func (s *Scheduler) WithdrawReceiver(id peer.RequestID) bool {
 // before the request's deadline, and, if the request expects a type
 // (offer.Request.Expect), only of that type; then the request's receiver
 // gets it and the channel reopens. Otherwise it is dropped, counted (but
-// not once the scheduler has stopped), and Deliver returns why: receiver.ErrUnknownRequest, receiver.ErrWrongPeer,
+// not once the scheduler has stopped), and Deliver returns why:
+// receiver.ErrUnknownRequest, receiver.ErrWrongPeer,
 // receiver.ErrDuplicateResponse, receiver.ErrLateResponse,
 // receiver.ErrWrongResponseType (the request stays live: its right
 // response may still come), or ErrStopped.

@@ -945,6 +945,30 @@ func TestPromise14_BoundedMemory(t *testing.T) {
 		require.Equal(t, 3, st.RequestsInFlight)
 		require.Equal(t, 2, st.ChannelsOpen, "a refused request leaves its channel open")
 	})
+	// A receiver's call owed, not yet started, counts against MaxRequests
+	// as its request did: the callback queue is bounded by the cap too.
+	inBubble(t, Config{MaxRequests: 2}, func(w *world) {
+		w.connect("A", 3)
+		rec := newOutcomes()
+		var errs []error
+		_, err := w.s.Schedule(&script{onOffer: func(o offer.Offer) {
+			first, e := o.Request(0, "x", rec, time.Second)
+			errs = append(errs, e)
+			// Answered at once: its request ends, its call is owed (the
+			// drainer is busy here).
+			errs = append(errs, w.s.Deliver("A", first, "pong"))
+			_, e = o.Request(1, "x", rec, time.Second)
+			errs = append(errs, e)
+			_, e = o.Request(2, "x", rec, time.Second)
+			errs = append(errs, e)
+		}}, 0)
+		require.NoError(t, err)
+		require.Len(t, errs, 4)
+		require.NoError(t, errors.Join(errs[:3]...))
+		require.ErrorIs(t, errs[3], receiver.ErrTooManyRequests, "one in flight and one call owed make two")
+		w.settle()
+		require.Equal(t, 1, w.s.Stats().RequestsInFlight)
+	})
 }
 
 // drivenLimiter is a peer's Limiter that a test drives: each observation is

@@ -307,9 +307,11 @@ func (c *serverConn) writeDue(due *replyHeap, buf []byte) ([]byte, bool) {
 	for len(*due) > 0 && !(*due)[0].at.After(time.Now()) && (written == 0 || len(buf) < keepEncodeBuffer) {
 		r := (*due)[0]
 		objects, isReply := r.msg.(ledger.Objects)
-		n := wire.MessageSize(r.id, r.msg)
+		var n int // each size builds the message to measure it: once only
 		if isReply {
 			n = wire.ReplySize(r.id, objects, r.echo)
+		} else {
+			n = wire.MessageSize(r.id, r.msg)
 		}
 		if written > 0 {
 			if !c.s.replyBytes.tryTake(n) {

@@ -172,9 +172,7 @@ func newBudget(max int) *budget {
 func (b *budget) take(n int, cancel <-chan struct{}) bool {
 	for {
 		b.mu.Lock()
-		if b.used == 0 || b.used+n <= b.max {
-			b.used += n
-			b.inUsed = max(b.inUsed, b.used)
+		if b.takeLocked(n) {
 			b.mu.Unlock()
 			return true
 		}
@@ -193,6 +191,12 @@ func (b *budget) take(n int, cancel <-chan struct{}) bool {
 func (b *budget) tryTake(n int) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	return b.takeLocked(n)
+}
+
+// takeLocked takes n units if they fit (or nothing is taken), and reports
+// whether it did. The caller holds b.mu.
+func (b *budget) takeLocked(n int) bool {
 	if b.used != 0 && b.used+n > b.max {
 		return false
 	}

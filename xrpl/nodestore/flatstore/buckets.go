@@ -28,10 +28,9 @@ func bucketBits(count uint64) uint {
 
 // bucketOf returns the bucket of h in a file of 2^bits buckets: the top
 // bits of the hash, so that buckets are contiguous in the hashes' order.
+// With no bits the shift is by 64, which Go defines as giving 0: one
+// bucket.
 func bucketOf(h ledger.Hash, bits uint) uint64 {
-	if bits == 0 {
-		return 0
-	}
 	return binary.BigEndian.Uint64(h[:8]) >> (64 - bits)
 }
 
