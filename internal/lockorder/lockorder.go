@@ -36,6 +36,9 @@
 //   - Lock, Unlock and AssertHeld panic with a [*UsageError] if Init was not
 //     called; Init panics with a [*UsageError] if it is called twice or with
 //     an empty name.
+//   - A Mutex counts the times it is locked, and its Acquisitions method
+//     (which exists only in this build) returns the count, so that a test
+//     can pin how many lock round trips a path takes.
 //
 // A panic from these checks leaves the checker's bookkeeping and the lock
 // itself exactly as they were before the offending call, so a recovered

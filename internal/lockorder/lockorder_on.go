@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // Enabled reports whether this is a checked build (build tag "lockorder").
@@ -20,9 +21,10 @@ const Enabled = true
 // only that goroutine may unlock it, and the rank order is enforced per
 // goroutine (see the package documentation).
 type Mutex struct {
-	mu   sync.Mutex
-	name string // empty until Init; doubles as the "initialised" flag
-	rank Rank
+	mu       sync.Mutex
+	name     string // empty until Init; doubles as the "initialised" flag
+	rank     Rank
+	acquired atomic.Uint64 // times locked; see Acquisitions
 }
 
 // Init records the lock's name and rank. It must be called once, before any
@@ -63,6 +65,7 @@ func (m *Mutex) Lock() {
 	}
 
 	m.mu.Lock()
+	m.acquired.Add(1)
 
 	// Record m only once it is actually held. Only this goroutine changes
 	// reg.held[gid], so nothing can have changed it while we blocked; the
@@ -129,6 +132,13 @@ func (m *Mutex) AssertHeld() {
 		panic(&UsageError{Op: "AssertHeld", Name: m.name, Rank: m.rank, Problem: "not held by the calling goroutine"})
 	}
 }
+
+// Acquisitions returns how many times m has been locked. It exists only in
+// checked builds, for tests that pin how many round trips of a lock a path
+// takes: a count read before and after the path, with no other goroutine
+// locking m meanwhile, is the path's. It may be called from any goroutine,
+// holding m or not.
+func (m *Mutex) Acquisitions() uint64 { return m.acquired.Load() }
 
 func (m *Mutex) checkInit(op string) {
 	if m.name == "" {

@@ -481,3 +481,34 @@ func TestLockAndUnlockDoNotAllocate(t *testing.T) {
 		t.Fatalf("a nested Lock and Unlock allocated %v times", allocs)
 	}
 }
+
+// TestAcquisitionsCountsLocks checks that a Mutex counts the times it was
+// locked, on any goroutine, and not a Lock that panicked.
+func TestAcquisitionsCountsLocks(t *testing.T) {
+	offers := newMutex("offers", rankOffers)
+	requests := newMutex("requests", rankRequests)
+	if got := offers.Acquisitions(); got != 0 {
+		t.Fatalf("Acquisitions before any Lock = %d, want 0", got)
+	}
+	for range 3 {
+		offers.Lock()
+		offers.Unlock()
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		offers.Lock()
+		offers.Unlock()
+	}()
+	<-done
+	requests.Lock()
+	mustPanic[*OrderError](t, offers.Lock)
+	if got := offers.Acquisitions(); got != 4 {
+		t.Errorf("offers.Acquisitions() = %d, want 4: three here, one on another goroutine, none for the Lock that panicked", got)
+	}
+	if got := requests.Acquisitions(); got != 1 {
+		t.Errorf("requests.Acquisitions() = %d while held, want 1", got)
+	}
+	requests.Unlock()
+	checkRegistryEmpty(t)
+}
