@@ -492,12 +492,14 @@ func TestAcquisitionsCountsLocks(t *testing.T) {
 	}
 	for range 3 {
 		offers.Lock()
+		offers.AssertHeld()
 		offers.Unlock()
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		offers.Lock()
+		offers.AssertHeld()
 		offers.Unlock()
 	}()
 	<-done
