@@ -62,7 +62,8 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	if s.pass != nil {
 		s.pass.Reset() // every offer is a new pass over the queue
 	}
-	c, ok := s.queue.Pick(s.pass, &s.pool)
+	var c offerqueue.Chosen
+	ok = s.queue.Pick(s.pass, &s.pool, &c)
 	s.trackOpenedLocked() // Pick may have set senders aside
 	if !ok {
 		return nil, 0, false
@@ -102,7 +103,7 @@ func (s *Scheduler) openOfferLocked() (snd offer.Sender, generation uint64, ok b
 	} else {
 		choices = s.pool.BestOf(s.book.Listing(), s.maxOffer, c.Only, c.Avoid)
 	}
-	s.queue.OfferedChosen(c)
+	s.queue.OfferedChosen(&c)
 	return c.Sender, s.book.OpenListed(c.Ticket, c.Sender, choices, size), true
 }
 

@@ -41,8 +41,9 @@ func (q *Queue) SetPassOverLimit(k int) { q.passOverLimit = max(k, 0) }
 // met that Next comes across are set aside; besides that, Next changes
 // nothing but pass. The caller calls Offered once it makes the offer.
 func (q *Queue) Next(pass *limit.Pass, open Channels) (Ticket, Sender, bool) {
-	p, ok := q.Pick(pass, open)
-	return p.Ticket, p.Sender, ok
+	var c Chosen
+	ok := q.Pick(pass, open, &c)
+	return c.Ticket, c.Sender, ok
 }
 
 // Chosen is the sender Pick chose, with everything the offer to it needs to
@@ -65,9 +66,13 @@ type Chosen struct {
 	slot        int32
 }
 
-// Pick is Next, returning what it chose as a Chosen; the caller passes it
-// to OfferedChosen once it makes the offer, before the queue changes.
-func (q *Queue) Pick(pass *limit.Pass, open Channels) (Chosen, bool) {
+// Pick is Next, writing what it chose into *c, every field of it, and
+// reporting whether it chose a sender (if not, *c is left as it was). The
+// caller passes c to OfferedChosen once it makes the offer, before the
+// queue changes. It fills the caller's Chosen rather than returning one:
+// returning the struct (over a hundred bytes) cost two copies of it on
+// every offer.
+func (q *Queue) Pick(pass *limit.Pass, open Channels, c *Chosen) bool {
 	chosen := int32(-1)
 	for i := range q.levels {
 		lv := &q.levels[i]
@@ -85,17 +90,19 @@ func (q *Queue) Pick(pass *limit.Pass, open Channels) (Chosen, bool) {
 		}
 	}
 	if chosen < 0 {
-		return Chosen{}, false
+		return false
 	}
 	node := &q.nodes[chosen]
-	c := Chosen{Ticket: makeTicket(node.generation, chosen), Sender: node.sender, Bytes: node.bytes, Cost: node.cost, slot: chosen}
+	c.Ticket, c.Sender, c.Bytes, c.Cost, c.slot = makeTicket(node.generation, chosen), node.sender, node.bytes, node.cost, chosen
+	c.Class, c.Classed = 0, false
 	if node.class != 0 {
 		c.Class, c.Classed = limit.ClassID(node.class-1), true
 	}
+	c.Only, c.Avoid = nil, nil
 	if node.wants != nil {
 		c.Only, c.Avoid = node.wants.only, node.wants.avoid
 	}
-	return c, true
+	return true
 }
 
 // firstReady returns the first ready sender of lv, in queue order, that may
@@ -169,12 +176,12 @@ func (q *Queue) Offered(t Ticket) {
 	if node == nil {
 		return
 	}
-	q.OfferedChosen(Chosen{slot: slot})
+	q.OfferedChosen(&Chosen{slot: slot})
 }
 
 // OfferedChosen is Offered for the sender c, which Pick has just returned:
 // it looks nothing up.
-func (q *Queue) OfferedChosen(c Chosen) {
+func (q *Queue) OfferedChosen(c *Chosen) {
 	if q.passOverLimit == 0 {
 		return
 	}

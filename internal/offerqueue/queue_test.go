@@ -246,8 +246,8 @@ func TestQueueKeepsDeclaredCosts(t *testing.T) {
 	q.SetCost(b, 2000)
 	require.Equal(t, int64(1), q.Cost(a))
 	require.Equal(t, int64(2000), q.Cost(b))
-	c, ok := q.Pick(nil, someOpen)
-	require.True(t, ok)
+	var c Chosen
+	require.True(t, q.Pick(nil, someOpen, &c))
 	require.Equal(t, a, c.Ticket)
 	require.Equal(t, int64(1), c.Cost, "the chosen sender carries its cost")
 	q.Remove(a)
@@ -255,6 +255,37 @@ func TestQueueKeepsDeclaredCosts(t *testing.T) {
 	q.SetCost(a, 7)            // a stale ticket sets nothing
 	d := q.Push(named("d"), 0) // a's slot, a new generation
 	require.Zero(t, q.Cost(d), "a reused slot starts with no cost")
+}
+
+// TestPickFillsEveryField: Pick writes everything it chose into the
+// caller's Chosen, so one reused for the next offer keeps nothing of the
+// sender before (its class, its wants), and a Pick that chooses nothing
+// leaves it as it was.
+func TestPickFillsEveryField(t *testing.T) {
+	classes, err := limit.NewClasses([]limit.Class{{Name: "fetch", Limit: 1}})
+	require.NoError(t, err)
+	fetch, err := classes.ID("fetch")
+	require.NoError(t, err)
+	var q Queue
+	a := q.PushIn(named("a"), 1, fetch)
+	q.SetWants(a, []peer.ID{"any"}, []peer.ID{"X"}, 0)
+	q.SetBytes(a, 100)
+	q.SetCost(a, 5)
+	b := q.Push(named("b"), 0)
+
+	var c Chosen
+	require.True(t, q.Pick(classes.NewPass(), someOpen, &c))
+	require.Equal(t, Chosen{Ticket: a, Sender: named("a"), Class: fetch, Classed: true, Bytes: 100, Cost: 5,
+		Only: []peer.ID{"any"}, Avoid: []peer.ID{"X"}, slot: c.slot}, c)
+	q.Remove(a)
+
+	require.True(t, q.Pick(nil, someOpen, &c))
+	require.Equal(t, Chosen{Ticket: b, Sender: named("b"), slot: c.slot}, c, "nothing of a's left")
+	q.Remove(b)
+
+	before := c
+	require.False(t, q.Pick(nil, someOpen, &c), "no sender waits")
+	require.Equal(t, before, c, "left as it was")
 }
 
 // TestQueuePassesOverFullClasses: a sender whose class (or an ancestor) is
