@@ -110,6 +110,12 @@ func (s *Scheduler) onTimer() {
 // did. Requests whose soft deadline is due have their OnSlow queued and go
 // on. Caller holds offersMu and requestsMu.
 func (s *Scheduler) expireDueLocked(now time.Duration) (reopened bool) {
+	// Most calls find nothing due: looking at the earliest deadline first
+	// spares them Expire's two result records, 128 bytes zeroed and copied
+	// on every response.
+	if next, ok := s.table.Next(); !ok || next > now {
+		return false
+	}
 	for {
 		f, slow, ok := s.table.Expire(now)
 		if !ok {
