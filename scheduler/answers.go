@@ -78,13 +78,7 @@ func (s *Scheduler) answer(from peer.ID, id peer.RequestID, response any, refuse
 	// comes after its deadline is late even if the timer has not fired yet.
 	reopened := s.expireDueLocked(now)
 	var f requests.Finished
-	var ended bool
-	var err error
-	if refused {
-		f, ended, err = s.table.Refuse(id, from)
-	} else {
-		f, ended, err = s.table.Respond(id, from, response)
-	}
+	ended, err := s.table.Answer(id, from, response, refused, &f)
 	if err != nil {
 		s.countDroppedLocked(from, err)
 		s.requestsMu.Unlock()

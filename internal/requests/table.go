@@ -257,7 +257,15 @@ func (t *Table) Len() int { return t.n }
 
 // finish ends the message in h's slot, whose record is e, and frees the slot.
 func (t *Table) finish(h slab.Handle, e *entry, reason receiver.Reason, response any) Finished {
-	f := Finished{
+	var f Finished
+	t.finishInto(h, e, reason, response, &f)
+	return f
+}
+
+// finishInto is finish, writing the finished message into *f, every field
+// of it.
+func (t *Table) finishInto(h slab.Handle, e *entry, reason receiver.Reason, response any, f *Finished) {
+	*f = Finished{
 		Receiver: e.receiver,
 		Peer:     t.peerRef(e),
 		PeerID:   t.peerID(e),
@@ -294,7 +302,6 @@ func (t *Table) finish(h slab.Handle, e *entry, reason receiver.Reason, response
 	if rearmed {
 		f.SentAt -= t.soft[h.Slot()].soft
 	}
-	return f
 }
 
 // setTerms records the terms of the message in slot. The slice beside the

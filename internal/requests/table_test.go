@@ -1,6 +1,7 @@
 package requests
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -359,5 +360,45 @@ func TestExpectedTypeIsTheRequestsOwn(t *testing.T) {
 		_, ended, err = tab.Respond(soft, "A", receiver.Timeout)
 		require.NoError(t, err)
 		require.True(t, ended)
+	}
+}
+
+// TestAnswerIsRespondOrRefuse: Answer, the scheduler's form of Respond and
+// Refuse, writes the same finished record into the caller's, and leaves it
+// alone when the answer is dropped or held back.
+func TestAnswerIsRespondOrRefuse(t *testing.T) {
+	for _, refused := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refused=%v", refused), func(t *testing.T) {
+			byAnswer, refsA := fixture(t, "A")
+			byOld, refsB := fixture(t, "A")
+			idA, idB := pending(byAnswer, refsA["A"]), pending(byOld, refsB["A"])
+			require.Equal(t, idA, idB)
+
+			mark := Finished{ID: 99, PeerID: "untouched"}
+			f := mark
+			ended, err := byAnswer.Answer(idA, "B", "r", refused, &f)
+			require.ErrorIs(t, err, receiver.ErrWrongPeer)
+			require.False(t, ended)
+			require.Equal(t, mark, f, "a dropped answer writes nothing")
+
+			ended, err = byAnswer.Answer(idA, "A", "r", refused, &f)
+			require.NoError(t, err)
+			require.True(t, ended)
+			answer := func() (Finished, bool, error) { return byOld.Respond(idB, "A", "r") }
+			if refused {
+				answer = func() (Finished, bool, error) { return byOld.Refuse(idB, "A") }
+			}
+			want, wantEnded, err := answer()
+			require.NoError(t, err)
+			require.True(t, wantEnded)
+			require.Equal(t, want, f)
+
+			sending := byAnswer.Add(nobody, refsA["A"], 0, time.Hour, Terms{}, nil)
+			f = mark
+			ended, err = byAnswer.Answer(sending, "A", "early", refused, &f)
+			require.NoError(t, err)
+			require.False(t, ended, "held back while the host sends")
+			require.Equal(t, mark, f)
+		})
 	}
 }
