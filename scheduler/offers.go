@@ -183,38 +183,41 @@ func (c *carrier) OfferChannels(generation uint64, dst []peerpool.Choice) []peer
 	return s.book.Channels(generation, dst)
 }
 
-// claim records a send on the i-th channel of the open offer and returns
-// the peer to send to. It leaves the offers lock held on success; the caller
-// must then call finishSend once the host's send has returned (or failed to).
-func (s *Scheduler) claim(generation uint64, i int) (peerpool.Choice, peer.Peer, error) {
+// claim records a send on the i-th channel of the open offer, copies the
+// channel into *ch and returns the peer to send to. It leaves the offers
+// lock held on success; the caller must then call finishSend once the
+// host's send has returned (or failed to). The channel is copied once,
+// from the book's listing into the caller's variable: returned by value
+// through two calls, it cost a copy at each.
+func (s *Scheduler) claim(generation uint64, i int, ch *peerpool.Choice) (peer.Peer, error) {
 	s.offersMu.Lock()
 	if s.stopped {
 		s.offersMu.Unlock()
-		return peerpool.Choice{}, nil, ErrStopped
+		return nil, ErrStopped
 	}
 	if i > 0 {
 		s.book.FillListing() // the channel may be owed (see Book.Claim)
 	}
-	ch, err := s.book.Claim(generation, i)
+	listed, err := s.book.Claim(generation, i)
 	if err != nil {
 		s.offersMu.Unlock()
-		return peerpool.Choice{}, nil, err
+		return nil, err
 	}
-	p, open := s.pool.Target(ch.Ref)
-	if p == nil {
+	p, open := s.pool.Target(listed.Ref)
+	if p == nil || open == 0 {
+		// Gone, or the peer's limit fell after the offer was made, and
+		// took the channel with it.
+		why, id := offer.ErrPeerGone, listed.ID
+		if p != nil {
+			why = offer.ErrPeerAtLimit
+		}
 		s.book.Finish(generation, i, false)
 		s.offersMu.Unlock()
-		return peerpool.Choice{}, nil, fmt.Errorf("%w: %q", offer.ErrPeerGone, ch.ID)
+		return nil, fmt.Errorf("%w: %q", why, id)
 	}
-	if open == 0 {
-		// The peer's limit fell after the offer was made, and took the
-		// channel with it.
-		s.book.Finish(generation, i, false)
-		s.offersMu.Unlock()
-		return peerpool.Choice{}, nil, fmt.Errorf("%w: %q", offer.ErrPeerAtLimit, ch.ID)
-	}
+	*ch = *listed
 	s.sending.Add(1)
-	return ch, p, nil
+	return p, nil
 }
 
 // finishSendLocked records how a claimed send ended, for its sender's exit.
@@ -244,7 +247,8 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 	if timeout <= 0 {
 		return 0, fmt.Errorf("%w: %v", receiver.ErrBadTimeout, timeout)
 	}
-	ch, p, err := s.claim(generation, i)
+	var ch peerpool.Choice
+	p, err := s.claim(generation, i, &ch)
 	if err != nil {
 		return 0, err
 	}
@@ -368,7 +372,8 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	if digest <= 0 {
 		return fmt.Errorf("%w: %v", receiver.ErrBadTimeout, digest)
 	}
-	ch, p, err := s.claim(generation, i)
+	var ch peerpool.Choice
+	p, err := s.claim(generation, i, &ch)
 	if err != nil {
 		return err
 	}

@@ -257,21 +257,25 @@ func (b *Book) Channels(generation uint64, dst []peerpool.Choice) []peerpool.Cho
 // generation and, if so, records a send in progress; the caller must report
 // how it ended with Finish. On error it changes nothing. For i > 0 the
 // caller calls FillListing first: the channel it returns may be owed.
-func (b *Book) Claim(generation uint64, i int) (peerpool.Choice, error) {
+//
+// The channel is returned in place, in the book's own listing, not copied:
+// the caller copies what it keeps before the book changes (before it lets
+// go of the lock that guards the book, say).
+func (b *Book) Claim(generation uint64, i int) (*peerpool.Choice, error) {
 	switch {
 	case !b.current(generation):
-		return peerpool.Choice{}, offer.ErrExpired
+		return nil, offer.ErrExpired
 	case i < 0 || i >= len(b.channels):
-		return peerpool.Choice{}, offer.ErrNoSuchChannel
+		return nil, offer.ErrNoSuchChannel
 	case b.used[i]:
-		return peerpool.Choice{}, offer.ErrChannelUsed
+		return nil, offer.ErrChannelUsed
 	case b.claims >= b.size:
-		return peerpool.Choice{}, offer.ErrSizeExceeded
+		return nil, offer.ErrSizeExceeded
 	}
 	b.used[i] = true
 	b.claims++
 	b.undecided[len(b.undecided)-1].inProgress++
-	return b.channels[i], nil
+	return &b.channels[i], nil
 }
 
 // Finish records how a send claimed on the i-th channel of the offer named
