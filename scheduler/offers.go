@@ -46,7 +46,9 @@ func (s *Scheduler) offerLocked(snd offer.Sender, generation uint64) {
 	s.offersMu.Unlock()
 	defer func() {
 		s.offersMu.Lock()
-		s.decideLocked(s.book.Close(generation))
+		var d offerqueue.Decision
+		s.book.CloseInto(generation, &d)
+		s.decideLocked(&d)
 	}()
 	s.callSender(snd, generation)
 }
@@ -134,7 +136,7 @@ func (s *Scheduler) trackOpenedLocked() { s.pool.IgnoreOpened(!s.queue.SetAside(
 
 // decideLocked carries out what the book decided about an offered sender.
 // Caller holds offersMu.
-func (s *Scheduler) decideLocked(d offerqueue.Decision) {
+func (s *Scheduler) decideLocked(d *offerqueue.Decision) {
 	switch d.Exit {
 	case offerqueue.LeftBySend:
 		s.queue.Remove(d.Ticket)
@@ -223,7 +225,9 @@ func (s *Scheduler) claim(generation uint64, i int, ch *peerpool.Choice) (peer.P
 // finishSendLocked records how a claimed send ended, for its sender's exit.
 // Caller holds offersMu.
 func (s *Scheduler) finishSendLocked(generation uint64, i int, ok bool) {
-	s.decideLocked(s.book.Finish(generation, i, ok))
+	var d offerqueue.Decision
+	s.book.FinishInto(generation, i, ok, &d)
+	s.decideLocked(&d)
 }
 
 // sendSettled marks the end of a send's bookkeeping: everything it causes

@@ -155,9 +155,17 @@ func (b *Book) OpenListed(ticket Ticket, snd Sender, choices []peerpool.Choice, 
 	clear(b.used)
 	b.size = min(size, len(choices))
 	b.claims = 0
-	b.undecided = append(b.undecided, offerRecord{})
+	// Every field written in place: a freed slot keeps all but its sender
+	// (see settle), and appending a record, a struct with a pointer, goes
+	// through typedmemmove.
+	if n := len(b.undecided); n < cap(b.undecided) {
+		b.undecided = b.undecided[:n+1]
+	} else {
+		b.undecided = append(b.undecided, offerRecord{})
+	}
 	r := &b.undecided[len(b.undecided)-1]
 	r.generation, r.ticket, r.sender = b.generation, ticket, snd
+	r.inProgress, r.sent, r.closed, r.discard = 0, false, false, false
 	return b.generation
 }
 
@@ -165,23 +173,35 @@ func (b *Book) OpenListed(ticket Ticket, snd Sender, choices []peerpool.Choice, 
 // returned: the offer takes no more sends, and the sender's exit is decided
 // unless sends are still in progress.
 func (b *Book) Close(generation uint64) Decision {
+	var d Decision
+	b.CloseInto(generation, &d)
+	return d
+}
+
+// CloseInto is Close, writing the decision into *d, every field of it: the
+// scheduler's form, which spares a copy of the decision at each call it
+// is returned through.
+func (b *Book) CloseInto(generation uint64, d *Decision) {
 	if generation == b.generation {
 		b.live = false
 		b.forgetListing()
 	}
 	i := b.find(generation)
 	if i < 0 {
-		return Decision{}
+		*d = Decision{}
+		return
 	}
 	r := &b.undecided[i]
 	r.closed = true
 	if r.inProgress > 0 {
 		if r.sent {
-			return Decision{}
+			*d = Decision{}
+			return
 		}
-		return Decision{Exit: Held, Ticket: r.ticket}
+		*d = Decision{Exit: Held, Ticket: r.ticket}
+		return
 	}
-	return b.settle(i)
+	b.settle(i, d)
 }
 
 // Expire makes the open offer refuse every later send, as if its OnOffer had
@@ -283,13 +303,22 @@ func (b *Book) Claim(generation uint64, i int) (*peerpool.Choice, error) {
 // channel may be used again, and the send does not count. The decision says
 // whether the sender's exit is now settled.
 func (b *Book) Finish(generation uint64, i int, ok bool) Decision {
+	var d Decision
+	b.FinishInto(generation, i, ok, &d)
+	return d
+}
+
+// FinishInto is Finish, writing the decision into *d, every field of it
+// (see CloseInto).
+func (b *Book) FinishInto(generation uint64, i int, ok bool, d *Decision) {
 	if !ok && generation == b.generation && b.used[i] {
 		b.used[i] = false
 		b.claims--
 	}
 	j := b.find(generation)
 	if j < 0 {
-		return Decision{}
+		*d = Decision{}
+		return
 	}
 	r := &b.undecided[j]
 	r.inProgress--
@@ -298,34 +327,42 @@ func (b *Book) Finish(generation uint64, i int, ok bool) Decision {
 		r.sent = true
 	}
 	if r.closed && r.inProgress == 0 {
-		d := b.settle(j)
+		b.settle(j, d)
 		if first {
 			d.Exit = LeftBySend
 		}
-		return d
+		return
 	}
 	if first {
-		return Decision{Exit: LeftBySend, Ticket: r.ticket}
+		*d = Decision{Exit: LeftBySend, Ticket: r.ticket}
+		return
 	}
-	return Decision{}
+	*d = Decision{}
 }
 
 // settle forgets the record at index i, whose offer is closed with no send
-// in progress, and returns what becomes of its sender.
-func (b *Book) settle(i int) Decision {
-	r := b.undecided[i]
+// in progress, and writes into *d what becomes of its sender. It reads the
+// record in place rather than copying it out, and clears of the freed slot
+// only the sender, so that it can be collected: OpenListed writes every
+// field when it reuses the slot.
+func (b *Book) settle(i int, d *Decision) {
+	r := &b.undecided[i]
+	ticket, sent, discard := r.ticket, r.sent, r.discard
+	var snd Sender
+	if discard && !sent {
+		snd = r.sender
+	}
 	last := len(b.undecided) - 1
-	copy(b.undecided[i:], b.undecided[i+1:])
-	b.undecided[last] = offerRecord{} // let the sender be collected
+	if i < last {
+		copy(b.undecided[i:], b.undecided[i+1:])
+	}
+	b.undecided[last].sender = nil
 	b.undecided = b.undecided[:last]
-	if r.sent {
-		return Decision{Exit: Undecided, Ticket: r.ticket} // it left by its first send
+	if sent {
+		*d = Decision{Exit: Undecided, Ticket: ticket} // it left by its first send
+		return
 	}
-	d := Decision{Exit: Declined, Ticket: r.ticket, Discard: r.discard}
-	if r.discard {
-		d.Sender = r.sender
-	}
-	return d
+	*d = Decision{Exit: Declined, Ticket: ticket, Discard: discard, Sender: snd}
 }
 
 func (b *Book) find(generation uint64) int {

@@ -501,3 +501,39 @@ func TestBookDiscardsAStoppedSenderUnlessItSends(t *testing.T) {
 		}
 	}
 }
+
+// TestBookReusesARecordClean: a settled offer's record slot is reused by
+// the next offer with nothing of the old one left (its sends, its close,
+// its discard), and it lets go of its sender as soon as it is settled.
+func TestBookReusesARecordClean(t *testing.T) {
+	var b Book
+	old := named("old")
+	gen := b.Open(9, old, []peerpool.Choice{{ID: "A"}, {ID: "B"}}, 2)
+	_, err := b.Claim(gen, 0)
+	require.NoError(t, err)
+	require.Equal(t, Held, b.Close(gen).Exit)
+	b.StopAll(func(Ticket) bool { return true })
+	require.Equal(t, Decision{Exit: Declined, Ticket: 9, Discard: true, Sender: old}, b.Finish(gen, 0, false))
+	require.Empty(t, b.undecided)
+	require.Nil(t, b.undecided[:1][0].sender, "the settled record lets go of its sender")
+
+	gen = b.Open(10, named("new"), []peerpool.Choice{{ID: "A"}}, 1)
+	require.Equal(t, Decision{Exit: Declined, Ticket: 10}, b.Close(gen), "not discarded, not held: a fresh record")
+
+	// Two records, the older settled first: the younger moves down and
+	// keeps its own state.
+	g1 := b.Open(11, named("one"), []peerpool.Choice{{ID: "A"}}, 1)
+	_, err = b.Claim(g1, 0)
+	require.NoError(t, err)
+	require.Equal(t, Held, b.Close(g1).Exit)
+	g2 := b.Open(12, named("two"), []peerpool.Choice{{ID: "B"}}, 1)
+	_, err = b.Claim(g2, 0)
+	require.NoError(t, err)
+	require.Equal(t, Held, b.Close(g2).Exit)
+	require.Equal(t, Decision{Exit: LeftBySend, Ticket: 11}, b.Finish(g1, 0, true))
+	require.Len(t, b.undecided, 1)
+	require.Nil(t, b.undecided[:2][1].sender)
+	require.Equal(t, Decision{Exit: Declined, Ticket: 12}, b.Finish(g2, 0, false))
+	g3 := b.Open(13, named("three"), []peerpool.Choice{{ID: "A"}}, 1)
+	require.Equal(t, Decision{Exit: Declined, Ticket: 13}, b.Close(g3))
+}
