@@ -263,15 +263,12 @@ func (t *Table) finish(h slab.Handle, e *entry, reason receiver.Reason, response
 }
 
 // finishInto is finish, writing the finished message into *f, every field
-// of it.
+// of it, one by one: a composite literal stored through the pointer was
+// built aside and copied over.
 func (t *Table) finishInto(h slab.Handle, e *entry, reason receiver.Reason, response any, f *Finished) {
-	*f = Finished{
-		Receiver: e.receiver,
-		Peer:     t.peerRef(e),
-		PeerID:   t.peerID(e),
-		Reason:   reason,
-		Response: response,
-	}
+	f.ID, f.Receiver, f.Peer, f.PeerID = 0, e.receiver, t.peerRef(e), t.peerID(e)
+	f.Response, f.Reason, f.Notification = response, reason, false
+	f.Terms = Terms{}
 	if slot := int(h.Slot()); slot < len(t.terms) {
 		f.Terms = t.terms[slot]
 	}

@@ -369,12 +369,14 @@ func TestExpectedTypeIsTheRequestsOwn(t *testing.T) {
 func TestAnswerIsRespondOrRefuse(t *testing.T) {
 	for _, refused := range []bool{false, true} {
 		t.Run(fmt.Sprintf("refused=%v", refused), func(t *testing.T) {
-			byAnswer, refsA := fixture(t, "A")
+			byAnswer, refsA := fixture(t, "A", "Z")
 			byOld, refsB := fixture(t, "A")
 			idA, idB := pending(byAnswer, refsA["A"]), pending(byOld, refsB["A"])
 			require.Equal(t, idA, idB)
 
-			mark := Finished{ID: 99, PeerID: "untouched"}
+			// Every field set, so that one Answer does not write shows.
+			mark := Finished{ID: 99, Receiver: nobody, Peer: refsA["Z"], PeerID: "untouched", SentAt: 7,
+				Response: "old", Reason: receiver.Timeout, Notification: true, Terms: Terms{Class: 3}}
 			f := mark
 			ended, err := byAnswer.Answer(idA, "B", "r", refused, &f)
 			require.ErrorIs(t, err, receiver.ErrWrongPeer)
