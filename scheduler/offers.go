@@ -218,7 +218,6 @@ func (s *Scheduler) claim(generation uint64, i int, ch *peerpool.Choice) (peer.P
 		return nil, fmt.Errorf("%w: %q", why, id)
 	}
 	*ch = *listed
-	s.sending.Add(1)
 	return p, nil
 }
 
@@ -230,16 +229,21 @@ func (s *Scheduler) finishSendLocked(generation uint64, i int, ok bool) {
 	s.decideLocked(&d)
 }
 
-// sendSettled marks the end of a send's bookkeeping: everything it causes
-// is queued by now. Once stopped, that may be the last thing Shutdown is
-// waiting for.
-func (s *Scheduler) sendSettled() {
-	s.sending.Add(-1)
-	if s.stoppedFlag.Load() {
-		s.callbacksMu.Lock()
-		s.settleLocked()
-		s.callbacksMu.Unlock()
+// sendEndedLocked marks the end of a claimed send's bookkeeping: everything
+// it causes is queued by now. Before Stop it does nothing. After Stop it
+// may be the last thing Shutdown is waiting for: Stop counted the sends in
+// progress (sendsAfterStop), and each counts itself out here. No send is
+// claimed after Stop, so the count only falls. Counting only after Stop,
+// under the locks each send's end holds anyway, spares every send two
+// atomic operations. Caller holds offersMu.
+func (s *Scheduler) sendEndedLocked() {
+	if !s.stopped {
+		return
 	}
+	s.callbacksMu.Lock()
+	s.sendsAfterStop--
+	s.settleLocked()
+	s.callbacksMu.Unlock()
 }
 
 func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) (peer.RequestID, error) {
@@ -262,8 +266,8 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 	if s.table.Len()+int(s.owed.Load()) >= s.maxRequests {
 		s.requestsMu.Unlock()
 		s.finishSendLocked(generation, i, false)
+		s.sendEndedLocked()
 		s.offersMu.Unlock()
-		s.sendSettled()
 		return 0, receiver.ErrTooManyRequests
 	}
 	s.pool.Close(ref)
@@ -292,14 +296,12 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 			s.goexitInSend.Store(generation)
 			s.userCodeDidNotReturn("peer send", nil)
 			s.undoRequest(generation, i, id, cost, bytes, ch)
-			s.sendSettled()
 		}
 	}()
 	err = s.hostSend(p, id, req.Message)
 	returned = true
 	if err != nil {
 		s.undoRequest(generation, i, id, cost, bytes, ch)
-		s.sendSettled()
 		err = s.sendFailed(ch.ID, err)
 		s.wantOffers()
 		return 0, err
@@ -340,8 +342,8 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 		}
 	}
 	s.requestsMu.Unlock()
+	s.sendEndedLocked()
 	s.offersMu.Unlock()
-	s.sendSettled()
 	switch {
 	case reopened:
 		s.wantOffers()
@@ -353,7 +355,8 @@ func (c *carrier) OfferRequest(generation uint64, i int, req offerlink.Request) 
 
 // undoRequest takes back a request on ch whose host send failed: it never
 // existed, its channel is open again, its peer's pacer has its cost back,
-// and the budget has its token and bytes back.
+// and the budget has its token and bytes back. The send's bookkeeping ends
+// with it.
 func (s *Scheduler) undoRequest(generation uint64, i int, id peer.RequestID, cost, bytes int64, ch peerpool.Choice) {
 	s.offersMu.Lock()
 	s.requestsMu.Lock()
@@ -368,6 +371,7 @@ func (s *Scheduler) undoRequest(generation uint64, i int, id peer.RequestID, cos
 	s.finishSendLocked(generation, i, false)
 	s.countSendErrorLocked(ch)
 	s.requestsMu.Unlock()
+	s.sendEndedLocked()
 	s.offersMu.Unlock()
 }
 
@@ -406,8 +410,8 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 		s.releaseLocked(terms)
 		s.finishSendLocked(generation, i, false)
 		s.countSendErrorLocked(ch)
+		s.sendEndedLocked()
 		s.offersMu.Unlock()
-		s.sendSettled()
 	}
 	returned := false
 	defer func() {
@@ -446,8 +450,8 @@ func (c *carrier) OfferNotify(generation uint64, i int, message any, digest time
 	}
 	s.requestsMu.Unlock()
 	reopened := stopped && s.endLocked(ref)
+	s.sendEndedLocked()
 	s.offersMu.Unlock()
-	s.sendSettled()
 	if reopened {
 		s.wantOffers()
 	}

@@ -42,11 +42,9 @@ type Scheduler struct {
 	// checks that must not take them.
 	stoppedFlag atomic.Bool
 	panics      atomic.Uint64
-	// owed counts receiver callbacks queued and not yet started; sending
-	// counts host sends begun and not yet accounted for. Both are changed
-	// under the locks but read without them.
-	owed    atomic.Int64
-	sending atomic.Int64
+	// owed counts receiver callbacks queued and not yet started. It is
+	// changed under callbacksMu but read without it.
+	owed atomic.Int64
 	// goexitInSend is the generation of the last offer through which a host
 	// send called runtime.Goexit, so that the OnOffer it unwinds through
 	// does not report it a second time.
@@ -111,6 +109,9 @@ type Scheduler struct {
 	drainers       int           // drainer goroutines that have not ended
 	dispatchWanted bool          // an offer may be possible
 	timerBusy      int           // timer callbacks running
+	// sendsAfterStop counts, from Stop on, the sends claimed before it
+	// whose bookkeeping has not ended (see sendEndedLocked).
+	sendsAfterStop int
 	quiet          chan struct{}
 	quietClosed    bool            // quiet is closed: stopped, and nothing runs any more
 	idleWaiters    []chan struct{} // closed when the drainer next has nothing to do; see whenIdle

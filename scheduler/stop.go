@@ -89,6 +89,9 @@ func (s *Scheduler) stopLocked() {
 	failed := s.table.FailAll(nil)
 
 	s.callbacksMu.Lock()
+	// Sends claimed and not yet ended: each counts itself out when its
+	// bookkeeping ends (sendEndedLocked), and Shutdown waits for them.
+	s.sendsAfterStop = s.book.InProgress()
 	for _, snd := range discarded {
 		s.pending.push(callback{kind: callDiscard, sender: snd})
 	}
@@ -115,7 +118,7 @@ func (s *Scheduler) settleLocked() {
 		s.idleWaiters = s.idleWaiters[:0]
 	}
 	if s.quietClosed || !s.stoppedFlag.Load() || s.draining || s.drainers > 0 || s.dispatchWanted ||
-		s.pending.len() > 0 || s.timerBusy > 0 || s.sending.Load() > 0 {
+		s.pending.len() > 0 || s.timerBusy > 0 || s.sendsAfterStop > 0 {
 		return
 	}
 	s.quietClosed = true
