@@ -256,8 +256,15 @@ func (s *Scheduler) lingerLocked() bool {
 // one report per Limiter panic.
 func (s *Scheduler) drainLocked() {
 	finished := false
+	// started counts the receivers' calls of the batch that have started:
+	// they leave owed together, once the batch has run (or its goroutine
+	// has ended in one of them), one atomic operation a batch instead of
+	// one a call. Nothing reads owed while a batch runs: offers, and the
+	// sends through them, are made by this drainer between batches.
+	var started int64
 	defer func() {
 		if !finished {
+			s.owed.Add(-started)
 			s.handOver()
 		}
 	}()
@@ -271,9 +278,13 @@ func (s *Scheduler) drainLocked() {
 					break
 				}
 				if c.kind == callResponse || c.kind == callFailure {
-					s.owed.Add(-1)
+					started++
 				}
 				s.invoke(&c)
+			}
+			if started > 0 {
+				s.owed.Add(-started)
+				started = 0
 			}
 			s.callbacksMu.Lock()
 			continue

@@ -42,8 +42,10 @@ type Scheduler struct {
 	// checks that must not take them.
 	stoppedFlag atomic.Bool
 	panics      atomic.Uint64
-	// owed counts receiver callbacks queued and not yet started. It is
-	// changed under callbacksMu but read without it.
+	// owed counts receiver callbacks queued and not yet run: those
+	// waiting, and those of the batch the drainer is running until the
+	// batch ends (see drainLocked). It is raised under callbacksMu and read
+	// without it.
 	owed atomic.Int64
 	// goexitInSend is the generation of the last offer through which a host
 	// send called runtime.Goexit, so that the OnOffer it unwinds through
