@@ -353,9 +353,7 @@ func (b *Book) settle(i int, d *Decision) {
 		snd = r.sender
 	}
 	last := len(b.undecided) - 1
-	if i < last {
-		copy(b.undecided[i:], b.undecided[i+1:])
-	}
+	copy(b.undecided[i:], b.undecided[i+1:])
 	b.undecided[last].sender = nil
 	b.undecided = b.undecided[:last]
 	if sent {

@@ -47,7 +47,7 @@ func (t *Table) accepts(slot int32, response any) bool {
 // ErrDuplicateResponse, ErrLateResponse, or ErrWrongResponseType (the
 // request expects another type: see Add; it stays live).
 func (t *Table) Respond(id peer.RequestID, from peer.ID, response any) (f Finished, ended bool, err error) {
-	ended, err = t.answer(id, from, heldResponse, response, &f)
+	ended, err = t.Answer(id, from, response, false, &f)
 	return f, ended, err
 }
 
@@ -57,7 +57,7 @@ func (t *Table) Respond(id peer.RequestID, from peer.ID, response any) (f Finish
 // sent, and once it is accepted a later response or refusal is a duplicate.
 // The finished request has Reason Refused.
 func (t *Table) Refuse(id peer.RequestID, from peer.ID) (f Finished, ended bool, err error) {
-	ended, err = t.answer(id, from, receiver.Refused, nil, &f)
+	ended, err = t.Answer(id, from, nil, true, &f)
 	return f, ended, err
 }
 
