@@ -104,7 +104,10 @@ func (s *Scheduler) answer(from peer.ID, id peer.RequestID, response any, refuse
 	if ended {
 		s.oweLocked(&f)
 	}
-	s.dispatchWanted = s.dispatchWanted || reopened
+	if reopened {
+		s.dispatchWanted = true
+		s.offersDue = true
+	}
 	s.requestsMu.Unlock()
 	s.unlockAfterAnswer()
 	s.runLocked()

@@ -51,9 +51,10 @@ func TestLockRoundTripsPerRequest(t *testing.T) {
 			{"offers", &s.offersMu, 6},
 			// answer, the claim, the send's end
 			{"requests", &s.requestsMu, 3},
-			// answer (queues the call, runs the drainer), Schedule's
-			// wantOffers, the drainer after the batch and after the offers
-			{"callbacks", &s.callbacksMu, 4},
+			// answer (queues the call, runs the drainer), the drainer
+			// after the batch and after the offers; Schedule takes none,
+			// as the answer made a pass of offers due (offersDue)
+			{"callbacks", &s.callbacksMu, 3},
 		}
 		if s.queueAnswers { // GOMAXPROCS at New was queueAnswersFrom or more
 			locks = append(locks, countedLock{"answers", &s.answersMu, 1})

@@ -26,6 +26,7 @@ import (
 func (s *Scheduler) makeOffers() (more bool) {
 	s.offersMu.Lock()
 	defer s.offersMu.Unlock()
+	s.offersDue = false // this is the pass; a sender queued from here on asks again
 	for {
 		if s.owed.Load() > 0 {
 			return true

@@ -89,8 +89,7 @@ func (s *Scheduler) ScheduleWith(snd offer.Sender, priority int, opts offer.Opti
 		s.queue.SetCost(t, opts.Cost)
 	}
 	s.queue.SetWants(t, opts.Only, opts.Avoid, opts.MinChannels)
-	s.offersMu.Unlock()
-	s.wantOffers()
+	s.unlockAndWantOffers()
 	return t, nil
 }
 
@@ -131,9 +130,21 @@ func (s *Scheduler) Reoffer(t offer.Ticket) bool {
 		s.offersMu.Unlock()
 		return false
 	}
-	s.offersMu.Unlock()
-	s.wantOffers()
+	s.unlockAndWantOffers()
 	return true
+}
+
+// unlockAndWantOffers releases offersMu and asks for offers, unless a pass
+// of makeOffers is due already (offersDue), which will see what the caller
+// changed: a receiver that schedules its next sender, the commonest call
+// there is, then costs no acquisition of callbacksMu. Caller holds
+// offersMu.
+func (s *Scheduler) unlockAndWantOffers() {
+	due := s.offersDue
+	s.offersMu.Unlock()
+	if !due {
+		s.wantOffers()
+	}
 }
 
 // WithdrawSender takes the sender named t out of the queue. It returns true

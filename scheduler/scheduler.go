@@ -91,6 +91,13 @@ type Scheduler struct {
 	counts  messageCounts
 	peers   peerRecords
 	stopped bool // also guarded by requestsMu: set while holding both
+	// offersDue: a pass of makeOffers is due, asked for by a step that
+	// held this lock when it set dispatchWanted (an answer that reopened
+	// a channel), and the drainer has not yet begun it. A sender queued
+	// meanwhile is seen by that pass, so Schedule and Reoffer need not ask
+	// for one: on a request's path that is one lock round trip fewer (see
+	// TestLockRoundTripsPerRequest).
+	offersDue bool
 
 	requestsMu lockorder.Mutex
 	// The following fields are guarded by requestsMu.
