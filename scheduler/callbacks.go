@@ -143,9 +143,9 @@ func (q *callbackQueue) pop() (callback, bool) {
 
 func (q *callbackQueue) len() int { return len(q.items) - q.head }
 
-// wantOffers notes that an offer may now be possible and runs the drainer.
-// Every send and response comes through here, so it takes callbacksMu once
-// for both steps.
+// wantOffers notes that an offer may now be possible and runs the drainer,
+// taking callbacksMu once for both steps. Schedule and Reoffer skip it when
+// a pass of offers is due already (see unlockAndWantOffers).
 func (s *Scheduler) wantOffers() {
 	s.callbacksMu.Lock()
 	s.dispatchWanted = true
