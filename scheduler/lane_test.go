@@ -411,3 +411,35 @@ func TestDeliverReturnsWhileAReceiverIsSlow(t *testing.T) {
 		require.Equal(t, int32(1), fastCalls.Load())
 	})
 }
+
+// A sender queued while a pass of offers is due (an answer reopened a
+// channel, and the drainer is still running the answer's receiver) does not
+// ask for a pass of its own (offersDue): the pass that is due must offer it
+// the channel.
+func TestASenderQueuedWhileAPassIsDueIsOfferedByIt(t *testing.T) {
+	inBubbleAsIs(t, Config{}, func(w *world) {
+		a := w.connect("A", 1)
+		release := make(chan struct{})
+		var slowCalls atomic.Int32
+		slow := receiver.Funcs{Response: func(peer.RequestID, peer.ID, any) { slowCalls.Add(1); <-release }}
+		var first, second []peer.RequestID
+		_, err := w.s.Schedule(&script{onOffer: sendFirst(slow, time.Minute, &first)}, 0)
+		require.NoError(t, err)
+		w.settle()
+		require.Len(t, first, 1)
+
+		require.NoError(t, w.s.Deliver("A", first[0], "a"))
+		synctest.Wait()
+		require.Equal(t, int32(1), slowCalls.Load(), "the drainer is running the receiver; its pass of offers is due")
+		late := &script{onOffer: sendFirst(receiver.Funcs{}, time.Minute, &second)}
+		_, err = w.s.Schedule(late, 0)
+		require.NoError(t, err)
+		require.Zero(t, late.offerCount(), "offers wait for the receiver: callbacks come first")
+
+		close(release)
+		w.settle()
+		require.Equal(t, 1, late.offerCount(), "the pass that was due offered the channel")
+		require.Len(t, second, 1)
+		require.Len(t, a.sends(), 2)
+	})
+}
