@@ -144,13 +144,27 @@ func (q *callbackQueue) pop() (callback, bool) {
 func (q *callbackQueue) len() int { return len(q.items) - q.head }
 
 // wantOffers notes that an offer may now be possible and runs the drainer,
-// taking callbacksMu once for both steps. Schedule and Reoffer skip it when
-// a pass of offers is due already (see unlockAndWantOffers).
+// taking callbacksMu once for both steps. A caller that holds offersMu
+// when it asks uses unlockAndWantOffers instead.
 func (s *Scheduler) wantOffers() {
 	s.callbacksMu.Lock()
 	s.dispatchWanted = true
 	s.runLocked()
 	s.callbacksMu.Unlock()
+}
+
+// unlockAndWantOffers releases offersMu and asks for offers, unless a pass
+// of makeOffers is due already (offersDue): that pass begins under
+// offersMu, so it sees whatever the caller changed under it (a sender
+// queued, a peer connected). A receiver that schedules its next sender,
+// the commonest call there is, then takes no callbacksMu. Caller holds
+// offersMu.
+func (s *Scheduler) unlockAndWantOffers() {
+	due := s.offersDue
+	s.offersMu.Unlock()
+	if !due {
+		s.wantOffers()
+	}
 }
 
 // run starts the drainer if there is work for it and none is running.

@@ -111,8 +111,7 @@ func (s *Scheduler) connect(p peer.Peer, add func(peer.ID) (peerpool.Ref, error)
 	s.requestsMu.Lock()
 	s.table.Register(ref, id)
 	s.requestsMu.Unlock()
-	s.offersMu.Unlock()
-	s.wantOffers()
+	s.unlockAndWantOffers()
 	return nil
 }
 

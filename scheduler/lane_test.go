@@ -443,3 +443,32 @@ func TestASenderQueuedWhileAPassIsDueIsOfferedByIt(t *testing.T) {
 		require.Len(t, a.sends(), 2)
 	})
 }
+
+// A peer that connects while a pass of offers is due does not ask for a
+// pass of its own either: the pass that is due must offer its channel.
+func TestAPeerConnectedWhileAPassIsDueIsOfferedByIt(t *testing.T) {
+	inBubbleAsIs(t, Config{}, func(w *world) {
+		w.connect("A", 1)
+		release := make(chan struct{})
+		slow := receiver.Funcs{Response: func(peer.RequestID, peer.ID, any) { <-release }}
+		var first, second []peer.RequestID
+		_, err := w.s.Schedule(&script{onOffer: sendFirst(slow, time.Minute, &first)}, 0)
+		require.NoError(t, err)
+		w.settle()
+		require.Len(t, first, 1)
+
+		require.NoError(t, w.s.Deliver("A", first[0], "a"))
+		synctest.Wait() // the drainer runs the receiver; its pass of offers is due
+		wantsB := &script{onOffer: sendFirst(receiver.Funcs{}, time.Minute, &second)}
+		_, err = w.s.ScheduleWith(wantsB, 0, offer.Options{Only: []peer.ID{"B"}})
+		require.NoError(t, err)
+		b := w.connect("B", 1)
+		require.Zero(t, wantsB.offerCount())
+
+		close(release)
+		w.settle()
+		require.Equal(t, 1, wantsB.offerCount(), "the pass that was due offered B's channel")
+		require.Len(t, second, 1)
+		require.Len(t, b.sends(), 1)
+	})
+}

@@ -134,19 +134,6 @@ func (s *Scheduler) Reoffer(t offer.Ticket) bool {
 	return true
 }
 
-// unlockAndWantOffers releases offersMu and asks for offers, unless a pass
-// of makeOffers is due already (offersDue), which will see what the caller
-// changed: a receiver that schedules its next sender, the commonest call
-// there is, then costs no acquisition of callbacksMu. Caller holds
-// offersMu.
-func (s *Scheduler) unlockAndWantOffers() {
-	due := s.offersDue
-	s.offersMu.Unlock()
-	if !due {
-		s.wantOffers()
-	}
-}
-
 // WithdrawSender takes the sender named t out of the queue. It returns true
 // if the sender was still waiting: it is gone from the queue, it is never
 // offered channels again nor discarded, and if an offer to it is open, that
@@ -174,9 +161,10 @@ func (s *Scheduler) WithdrawSender(t offer.Ticket) bool {
 	if live, ok := s.book.Live(); ok && live == t {
 		s.book.Expire()
 	}
-	s.offersMu.Unlock()
-	if s.byteBucket != nil {
-		s.wantOffers()
+	if s.byteBucket == nil {
+		s.offersMu.Unlock()
+		return true
 	}
+	s.unlockAndWantOffers()
 	return true
 }

@@ -94,9 +94,9 @@ type Scheduler struct {
 	// offersDue: a pass of makeOffers is due, asked for by a step that
 	// held this lock when it set dispatchWanted (an answer that reopened
 	// a channel), and the drainer has not yet begun it. A sender queued
-	// meanwhile is seen by that pass, so Schedule and Reoffer need not ask
-	// for one: on a request's path that is one lock round trip fewer (see
-	// TestLockRoundTripsPerRequest).
+	// meanwhile, or a peer connected, is seen by that pass, so the call
+	// need not ask for one (unlockAndWantOffers): on a request's path that
+	// is one lock round trip fewer (see TestLockRoundTripsPerRequest).
 	offersDue bool
 
 	requestsMu lockorder.Mutex
